@@ -441,8 +441,13 @@ def complete_witness(prop, fs, enc, w):
         for n in names:
             if n in side and isinstance(fs.get(n).domain, ir.RealRange):
                 c, x = cols.get(n), (w.x if side is w.features else w.x_prime)
+                if c is None:
+                    # a real the model does not read (kinds/pre_search gives it): a float of its domain, read
+                    # exactly as the float it prints
+                    _unread_real(fs.get(n), side[n])
+                    continue
                 # the value the witness prints is the one the model read (decode_row's shortest number)
-                if c is None or c.kind in ("onehot", "code") or _column_value(c, float(side[n])) != float(x[c.offset]):
+                if c.kind in ("onehot", "code") or _column_value(c, float(side[n])) != float(x[c.offset]):
                     raise Unsupported(f"its value of {n} is not exactly the model's input")
     missing = [n for n in names if n not in w.features or n not in w.features_prime]
     choices = []
@@ -475,6 +480,29 @@ def complete_witness(prop, fs, enc, w):
                 got = replace(w, features=fx, features_prime=fy)
                 return got if ordered is not None else PairPre.swapped(got)
     return None
+
+
+def _unread_real(f, v) -> None:
+    """A witness's value ``v`` of a real ``f`` the model does not read: a finite float (what the witness prints and
+    the pre-condition is read on) within its declared range, else Unsupported."""
+    if not isinstance(v, float) or not math.isfinite(v) or not in_real_range(f.domain, v):
+        raise Unsupported(f"its value of {f.name} ({v!r}) is no float of its declared range")
+
+
+def in_real_range(d, v: float) -> bool:
+    """``v`` within the real range ``d`` with each end read both as the float it is stored as and as the decimal it
+    is written as (``real in [0, 0.1]``: at most the float 0.1 and 1/10)."""
+    from fractions import Fraction
+
+    from fairspec.certify.exact import threshold_of
+
+    x = Fraction(float(v))
+    ends = []
+    for e in (d.lo, d.hi):
+        e = float(e)
+        ends.append((Fraction(e), threshold_of(e)) if math.isfinite(e) else None)
+    return (ends[0] is None and d.lo < 0 or ends[0] is not None and x >= max(ends[0])) and \
+        (ends[1] is None and d.hi > 0 or ends[1] is not None and x <= min(ends[1]))
 
 
 def _within(a, b, op, t) -> bool:

@@ -75,7 +75,7 @@ def search(prop: ir.IndividualFairness, ctx, fs: ir.FeatureSet, enc: ir.Encoding
     steps), from the relaxation's witness ``seed_pair`` (or None) and samples of the domain: a :class:`Found`."""
     from fairspec.planning import setting
 
-    if prop.post not in ("label", "prob", "logit", "class") and not tree:
+    if prop.post not in ("label", "prob", "logit", "class", "class_prob", "class_logit") and not tree:
         return Found(tried=f"no search for such a pair: a network's {prop.post} post is not searched")
     try:
         space = _Space(prop, fs, enc)
@@ -197,8 +197,10 @@ def _verified(prop, ctx, fs, enc, model, tree, space, A, B, k):
 
     vals = {f: np.array([A[f][k], B[f][k]], dtype=np.float64) for f in space.encoded}
     X2 = encode(enc, vals, 2)
-    w = Witness(tuple(map(float, X2[0])), tuple(map(float, X2[1])), decode_row(enc, fs, X2[0]),
-                decode_row(enc, fs, X2[1]))
+    fx, fy = decode_row(enc, fs, X2[0]), decode_row(enc, fs, X2[1])
+    for n in space.unread_reals:        # a real only the pre-condition reads: the float the search chose, printed
+        fx[n], fy[n] = float(A[n][k]), float(B[n][k])
+    w = Witness(tuple(map(float, X2[0])), tuple(map(float, X2[1])), fx, fy)
     why = space.outside(w)
     if why:
         return None, why
@@ -221,6 +223,8 @@ def _verified(prop, ctx, fs, enc, model, tree, space, A, B, k):
                      "a search restricted to the pre-condition's region", low, extra), None
     if prop.post == "class" and not tree:
         return _network_class(prop, model, got, X2)
+    if prop.post in ("class_prob", "class_logit") and not tree:
+        return _network_columns(prop, model, got, X2)
     if not flip_replays(prop, model, _V, tree):
         return None, "it does not break the post-condition on the model's runtime"
     if not tree:
@@ -250,6 +254,50 @@ def _network_class(prop, model, got, X2):
     by = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
     return Found(replace(got, outputs=(float(k[0]), float(k[1])), replayed_by=by), None,
                  "a search restricted to the pre-condition's region"), None
+
+
+def _network_columns(prop, model, got, X2):
+    """A network's prob(c) / logit(c) post (forall c: every column) on the encoded pair ``X2`` replayed as
+    kinds/class_prob replays its witnesses: the runtime's probabilities (``class_probabilities``) or logit columns
+    compared exactly by certify (``<`` as ``<``) in both orders, a pair within the runtime's rounding of the
+    threshold also alone and reversed; forall c, the class whose exact difference is the largest of those that break
+    it (details.class). (Found, None), or (None, why not)."""
+    from fractions import Fraction
+
+    from fairspec.backends.data.flips import replayer_name
+    from fairspec.certify.enumerate import largest_class
+    from fairspec.certify.rounding import float_down
+    from fairspec.kinds.pair_enumeration import fragile_pair
+    from fairspec.kinds.pair_runtime import post_scores, runtime_violates
+
+    S, _ = post_scores(prop, model, X2)
+    if S is None:
+        return None, f"the model's runtime gives no {prop.post} columns"
+    S = np.asarray(S, dtype=np.float64).reshape(2, -1)
+    one = isinstance(prop.cls, int)
+    classes = [int(prop.cls)] if one else list(range(S.shape[1]))
+    broke = []
+    for j, c in enumerate(classes):
+        col = 0 if one else c
+        pc = replace(prop, cls=c)
+        if not runtime_violates(pc, model, S[:1, col], S[1:, col])[0]:
+            continue
+        moved = fragile_pair(pc, model, X2)
+        if moved and not moved["reproduced"]:
+            continue
+        broke.append((c, col))
+    if not broke:
+        return None, "it does not break the post-condition on the model's runtime (or only within its rounding)"
+    c, col = broke[0]
+    if not one:             # the class of largest difference among those that break it (its measure)
+        top = largest_class(S.T, col)
+        if any(k == top for k, _ in broke):
+            c, col = top, top
+    ex = abs(Fraction(float(S[0, col])) - Fraction(float(S[1, col])))
+    value = float_down(ex)
+    by = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
+    return Found(replace(got, outputs=(float(S[0, col]), float(S[1, col])), replayed_by=by), value,
+                 "a search restricted to the pre-condition's region", value, {"class": c}), None
 
 
 def _tree_output(prop, model, X2):
@@ -332,10 +380,22 @@ class _Scorer:
             return np.asarray(s, dtype=np.float64).reshape(-1), 0.5
         if self.prop.post == "class":             # a network's predicted class (multi_pairs' replay reads it)
             return np.atleast_2d(np.asarray(self.model.predict_class(X), dtype=np.float64)), None
-        from fairspec.kinds.pair_runtime import label_threshold, post_scores
+        from fairspec.kinds.pair_runtime import label_threshold, library_probability, post_scores
 
-        s, _ = post_scores(self.prop, self.model, X)
-        return np.asarray(s, dtype=np.float64).reshape(-1), label_threshold(self.prop, self.model)
+        s, kind = post_scores(self.prop, self.model, X)
+        if s is None:
+            raise ValueError(f"the model's runtime gives no {self.prop.post} scores")
+        s = np.asarray(s, dtype=np.float64)
+        if self.prop.post in ("class_prob", "class_logit"):   # a network's class column(s): (columns, 2n)
+            return (s.T if s.ndim == 2 else s.reshape(1, -1)), None
+        if self.prop.post == "prob" and kind == "logit":
+            # prob of a logit: the probabilities the witness check compares (predict_proba where the library
+            # computes it, else the logistic's bounds of the logits, as SigmoidCheck reads them), not the logits
+            P = library_probability(self.prop, self.model, X)
+            if P is not None:
+                return P.reshape(-1), None
+            return s.reshape(-1), "sigmoid"
+        return s.reshape(-1), label_threshold(self.prop, self.model)
 
     def margin(self, A, B) -> np.ndarray:
         from fairspec.runtime.encoding import encode
@@ -353,6 +413,12 @@ class _Scorer:
         if self.prop.post == "label":
             t = float(t)
             return np.maximum(np.minimum(a - t, t - b), np.minimum(b - t, t - a))
+        if t == "sigmoid":              # the logistic's certain difference: lower end of one minus upper of the other
+            from fairspec.certify.enumerate import sigmoid_bounds
+
+            (la, ha), (lb, hb) = sigmoid_bounds(a), sigmoid_bounds(b)
+            d = np.maximum(la - hb, lb - ha) - float(self.prop.eps)
+            return np.where(np.isfinite(d), d, -np.inf)
         d = np.abs(a - b) - float(self.prop.eps)
         return np.where(np.isfinite(d), d, -np.inf)
 
@@ -377,6 +443,8 @@ class _Space:
                         consts.append(float(x.value))
         self.consts = sorted(set(consts))
         self.dom = {}
+        self.unread_reals = [n for n in self.names if n not in self.encoded and fs.get(n) is not None
+                             and isinstance(fs.get(n).domain, ir.RealRange)]
         for n in self.names:
             f = fs.get(n)
             if f is None:
@@ -566,8 +634,10 @@ class _Space:
         """Why the witness ``w`` (its printed values) is no admissible pair of the domain, or ''."""
         from fractions import Fraction
 
+        from fairspec.kinds.pre_relax import in_real_range
+
         differ = False
-        for n in self.encoded:
+        for n in self.encoded + self.unread_reals:
             a, b = w.features.get(n), w.features_prime.get(n)
             if a is None or b is None:
                 return f"it has no value of {n}"
@@ -579,6 +649,8 @@ class _Space:
             for v in (x, y):
                 if not lo <= Fraction(v) <= hi or kind == "int" and v != round(v):
                     return f"its {n} lies outside the domain"
+                if kind == "real" and not in_real_range(self.fs.get(n).domain, v):
+                    return f"its {n} lies outside the domain (its ends read as stored and as written)"
             if n in self.prop.free:
                 differ |= x != y
             elif n in self.tol:
@@ -588,7 +660,7 @@ class _Space:
                     return f"its {n} differs beyond the tolerance (read as stored and as written)"
             elif x != y:
                 return f"its {n} differs, which the pair ties"
-        if not differ and any(n in self.prop.free for n in self.encoded):
+        if not differ and any(n in self.prop.free for n in self.encoded + self.unread_reals):
             return "it differs in no protected feature"
         return ""
 
