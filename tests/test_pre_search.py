@@ -628,6 +628,40 @@ def test_an_unread_real_s_value_outside_its_range_is_refused():
     assert in_real_range(ir.RealRange(0.0, 1.0), 1.0) and in_real_range(ir.RealRange(0.0, 1.0), 0.0)
 
 
+def test_complete_witness_takes_an_unread_real_only_in_range_and_admissible(tmp_path):
+    """pre_relax.complete_witness on a witness naming a real q the model does not read: taken where q lies in its
+    range and the pair's tie (or tolerance, both readings) holds, and it meets the pre-condition; refused
+    (Unsupported) out of range or breaking the tie / tolerance; None where it misses the pre-condition."""
+    from fairspec.files import Roots
+    from fairspec.kinds.pre_relax import complete_witness
+    from fairspec.pipeline import lint
+    from fairspec.runtime.context import Context
+    from fairspec.verdict import Unsupported, Witness
+
+    dyadic_net(tmp_path / "m.onnx", 0)
+
+    def run(q, qq, tol=None, req="x.q > 0.3"):
+        line = req if tol is None else f"|x.q - x'.q| {tol}\n  require {req}"
+        spec = lint(_write(tmp_path, "s", line, "label(m(x)) == label(m(x'))", "", UNREAD_DECLS, "c.fair")).spec
+        (prop,) = spec.properties
+        fs = spec.feature_set(prop.features)
+        enc = Context(spec, roots=Roots.for_spec(tmp_path / "c.fair")).encoding(prop.model)
+        x = (1.0, 0.0, 0.0, 0.0, 2.0)
+        w = Witness(x, (1.0, 0.0, 0.0, 1.0, 2.0), {"g": "A", "s": False, "a": 2, "q": q},
+                    {"g": "A", "s": True, "a": 2, "q": qq})
+        return complete_witness(prop, fs, enc, w)
+    assert run(0.5, 0.5) is not None
+    assert run(0.25, 0.25) is None                              # misses x.q > 0.3
+    assert run(0.3, 0.3) is None                                # the float 0.3 is not above 3/10
+    # out of range; the tie broken; a gap above the tolerance's float (0.6000000000000001 - 0.5 > 0.1 > 1/10)
+    for q, qq, tol in ((1.5, 1.5, None), (0.5, 0.75, None), (0.5, 0.61, "<= 0.1"),
+                       (0.5, 0.6000000000000001, "<= 0.1"), (0.5, 0.6000000000000001, "< 0.1")):
+        with pytest.raises(Unsupported):
+            run(q, qq, tol)
+    assert run(0.5, 0.55, "<= 0.1") is not None
+    assert run(0.6, 0.5, "< 0.1") is not None                 # the float 0.6 lies below 3/5: a gap below 1/10
+
+
 PROB_DECLS = ("features F {\n  s : bool protected\n  r : real in [0, 1]\n  a : int in [0, 9]\n}\n"
               'model m = onnx("m.onnx", score = logit)\nencode F for m {\n  s : raw\n  r : raw\n  a : raw\n}\n')
 

@@ -449,6 +449,14 @@ def complete_witness(prop, fs, enc, w):
                 # the value the witness prints is the one the model read (decode_row's shortest number)
                 if c.kind in ("onehot", "code") or _column_value(c, float(side[n])) != float(x[c.offset]):
                     raise Unsupported(f"its value of {n} is not exactly the model's input")
+    tol = dict(prop.relaxed)
+    for n in names:
+        if n in cols or n in prop.free or n not in w.features or n not in w.features_prime or \
+                not isinstance(fs.get(n).domain, ir.RealRange):
+            continue
+        a, b = w.features[n], w.features_prime[n]      # a real the model does not read: its tie or tolerance
+        if not (_within(a, b, prop.relaxed_op(n), tol[n]) if n in tol else a == b):
+            raise Unsupported(f"its values of {n} are not an admissible pair (the pair ties it or bounds its gap)")
     missing = [n for n in names if n not in w.features or n not in w.features_prime]
     choices = []
     for n in missing:
@@ -456,7 +464,6 @@ def complete_witness(prop, fs, enc, w):
         if isinstance(f.domain, ir.RealRange) or (isinstance(f.domain, ir.IntRange) and f.domain.hi - f.domain.lo > 255):
             raise Unsupported(f"the pre-condition reads {n}, which the model does not, on too many values to choose one")
         vals = list(f.values()) if f.is_discrete else list(range(int(f.domain.lo), int(f.domain.hi) + 1))
-        tol = dict(prop.relaxed)
         if n in prop.free:
             choices.append([(a, b) for a in vals for b in vals])
         elif n in tol:

@@ -23,9 +23,15 @@ pair that does is searched for, restricted to the pre-condition's region:
 
 The search is bounded by a count of scored pairs (:data:`MAX_SCORED`; the property's time budget stops it
 too) and seeded (the property's ``seed``). It only finds: no pair found is ``unknown`` with what was tried,
-never ``holds``. Binary posts (label, prob, logit); a tree model's class / prob(c) / logit(c) / value posts too
-(replayed on its library as kinds/tree_outputs' data flips are); a network's class post (replayed as
-kinds/multi_pairs replays its witnesses); not a network's prob(c) / logit(c)."""
+never ``holds``. Binary posts (label, prob, logit; prob of a logit model guided by the logistic's certain
+difference of the logits -- or predict_proba's where the library computes it -- as the witness check compares them,
+not by the logits' difference, which ranks saturated pairs first); a tree model's class / prob(c) / logit(c) / value
+posts too (replayed on its library as kinds/tree_outputs' data flips are); a network's class post (replayed as
+kinds/multi_pairs replays its witnesses) and its prob(c) / logit(c) posts, one class or forall c (replayed as
+kinds/class_prob replays its witnesses: certify's exact comparison of the runtime's columns, also alone and
+reversed within its rounding; details.class the class shown). A real only the pre-condition reads (the model does
+not) is sampled and moved as the others are and its float printed in the witness (pre_relax.complete_witness
+takes it only within its range, each end read as stored and as written; its tie or tolerance checked exactly)."""
 
 from __future__ import annotations
 
