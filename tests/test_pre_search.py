@@ -614,6 +614,27 @@ def test_a_real_only_the_pre_condition_reads_is_searched(nets, q, tol, nonempty,
                 assert gap < rd(t) if op == "<" else gap <= rd(t)
 
 
+@pytest.mark.parametrize("tol, violated", [("<= 0.25", True), ("< 0", False), ("<= -0.5", False), ("<= 0", False)])
+def test_a_tolerance_on_an_unread_real_is_enumerated(nets, tol, violated):
+    """A tolerance on a real the model does not read, with a condition on it the relaxation drops: the relaxed
+    property's enumeration (on by default) took the tolerance's feature from its grid, which has none of it
+    (KeyError: an internal error, exit 4, before session 33). Now it narrows no pair, or every pair where it admits
+    no gap (`< 0`, `<= -1/2`): violated with a pair meeting the condition, or never violated."""
+    d, z = nets[1]
+    lab = z > 0
+    got = _one_cell(lambda i, j: lab[i] != lab[j], 1)
+    req, pred, _ = got
+    v = _check(_write(d, "s", f"|x.q - x'.q| {tol}\n  require ({req}) and x.q > 0.5 and x'.q < 0.4",
+                      "label(m(x)) == label(m(x'))", "", UNREAD_DECLS, "t.fair"))
+    assert "internal error" not in v.reason
+    if violated:
+        assert v.status == "violated", v.reason
+        _judge(v, pred, lambda i, j: lab[i] != lab[j], True)
+        assert _meets("x.q > 0.5 and x'.q < 0.4", v.witness.features["q"], v.witness.features_prime["q"])
+    else:
+        assert v.status != "violated", v.reason
+
+
 def test_an_unread_real_s_value_outside_its_range_is_refused():
     """pre_relax.complete_witness: a witness's value of a real the model does not read is taken only as a float
     within its range, each end read as stored and as written (`real in [0, 0.1]`: not the float 0.1, above 1/10;

@@ -114,16 +114,21 @@ def _grid(feats):
 def admissible(prop: ir.IndividualFairness, varying, grid: dict, V: int) -> np.ndarray:
     """The V x V mask of admissible ordered pairs of varying parts: at least one free feature
     differs, every relaxed feature within its tolerance (exactly, ``<`` or ``<=`` as written)."""
+    from fractions import Fraction
+
     from fairspec.certify.exact import threshold_of
 
     M = np.zeros((V, V), dtype=bool) if prop.free else np.ones((V, V), dtype=bool)
     for n in prop.free:
         M |= grid[n][:, None] != grid[n][None, :]
     for n, t in prop.relaxed:
-        # integer (or category index) differences against the tolerance as written
-        d = np.abs(grid[n][:, None] - grid[n][None, :]).astype(np.int64)
         tt = threshold_of(t)
         strict = prop.relaxed_op(n) == "<"
+        if n not in grid:   # read by neither the model nor the (relaxed) pre-condition: narrows no pair, or all
+            M &= not any(x < 0 or x == 0 and strict for x in (tt, Fraction(t)))     # `< 0`, `<= -1/2`: none
+            continue
+        # integer (or category index) differences against the tolerance as written
+        d = np.abs(grid[n][:, None] - grid[n][None, :]).astype(np.int64)
         limit = math.ceil(tt) - 1 if strict else math.floor(tt)      # the largest integer d with d op t
         M &= d <= limit
     return M
