@@ -225,6 +225,32 @@ def test_a_tied_real_that_holds_is_never_violated(tmp_path, req, monkeypatch):
         assert v.status != "violated", v.reason
 
 
+@pytest.mark.parametrize("k", range(4))
+def test_a_protected_bool_read_as_a_code_is_searched(nets, k, monkeypatch):
+    """`s : code` (a boolean as its category's code, 0 / 1): the witness names s as "false" / "true", which the search
+    read as bool("false") == True, both sides alike -- every candidate "differs in no protected feature" and the
+    relaxation's pair was no admissible seed (unknown before session 33). logit `<` at the largest difference of the
+    cell whose largest difference is the smallest (the relaxation's pairs lie elsewhere): violated, in that cell."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, z = nets[k]
+    pts = _points()
+    diff = {(i, j): abs(Fraction(float(z[i])) - Fraction(float(z[j]))) for i, j in _pairs("s", lambda x, y: True)}
+    by_cell = {}
+    for (i, j), dv in diff.items():
+        key = (pts[i]["g"], pts[i]["a"])
+        by_cell[key] = max(by_cell.get(key, Fraction(0)), dv)
+    key = min((c for c in by_cell if by_cell[c] > 0), key=lambda c: by_cell[c], default=None)
+    if key is None or by_cell[key] == max(by_cell.values()):
+        pytest.skip("no cell below the largest difference")
+    top = by_cell[key]
+    req = f"x.g == {GN[key[0]]} and (x.a == {key[1]} or x.a > 100)"
+    decls = DECLS.replace("  s : raw\n", "  s : code\n")
+    assert decls != DECLS
+    v = _check(_write(d, "s", req, f"|logit(m(x)) - logit(m(x'))| < {float(top)!r}", "  using milp\n", decls,
+                      "code.fair"))
+    _judge(v, lambda x, y: (x["g"], x["a"]) == key, lambda i, j: diff.get((i, j), Fraction(0)) >= top, True)
+
+
 def test_a_search_that_finds_nothing_says_what_it_tried(nets, monkeypatch):
     """The relaxation's pairs all miss a pre-condition on which the property holds: unknown, saying the relaxation
     pair did not meet it and what the search tried; never holds or violated."""

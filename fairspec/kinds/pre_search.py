@@ -532,6 +532,12 @@ class _Space:
         if isinstance(d, ir.Categorical):
             return float(d.categories.index(v))
         if isinstance(d, ir.Boolean):
+            # decode_row gives a code / one-hot column's value as its category text ("false" / "true"): bool("false")
+            # is True, which read every such pair as tied in it (a protected bool: "differs in no protected feature")
+            if isinstance(v, str):
+                return float(d.categories.index(v))
+            if v not in (0, 1):
+                raise ValueError(f"{v!r} is neither true nor false")
             return float(bool(v))
         return float(v)
 
