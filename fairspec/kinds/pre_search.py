@@ -283,7 +283,7 @@ def _network_columns(prop, model, got, X2):
     one = isinstance(prop.cls, int)
     classes = [int(prop.cls)] if one else list(range(S.shape[1]))
     broke = []
-    for j, c in enumerate(classes):
+    for c in classes:
         col = 0 if one else c
         pc = replace(prop, cls=c)
         if not runtime_violates(pc, model, S[:1, col], S[1:, col])[0]:
