@@ -780,3 +780,62 @@ def test_prob_of_a_logit_violated_only_where_the_logits_differ_least_is_found(tm
         X = np.array([[float(x["s"]), x["r"], x["a"]], [float(y["s"]), y["r"], y["a"]]], dtype=np.float32)
         zz = sess.run(None, {"x": X})[0].reshape(-1).astype(np.float64)
         assert abs(1 / (1 + np.exp(-zz[0])) - 1 / (1 + np.exp(-zz[1]))) > eps
+
+
+@pytest.mark.parametrize("timeout", [20, 200])
+def test_the_relaxed_solver_leaves_the_search_its_share_of_the_budget(tmp_path, monkeypatch, timeout):
+    """pre_relax.solver_share: where conjuncts were dropped and a search follows, the relaxed problem is given the
+    property's budget left but the search's share (a quarter, at most SEARCH_KEEPS_AT_MOST seconds: the search is
+    bounded by a count of pairs, not by the budget). Before, a relaxed solver that ran to its time limit
+    (vacuous-solver-95000009-v8: the relaxed SMT query, 20 s) left the search none: `unknown, the time budget was
+    spent` where a pair meeting the pre-condition broke the post. A fake clock (the solver "runs" by moving it to
+    its deadline): the split does not depend on the machine's speed."""
+    from fairspec.kinds import pre_relax
+    from fairspec.kinds.pre_search import Found
+    from fairspec.pipeline import lint
+    from fairspec.runtime import context as context_mod
+    from fairspec.runtime.context import Context
+    from fairspec.verdict import unknown
+
+    class Clock:
+        now = 1000.0
+
+        def perf_counter(self):
+            return self.now
+
+    clock = Clock()
+    monkeypatch.setattr(context_mod, "time", clock)
+    dyadic_net(tmp_path / "m.onnx", 0)
+    res = lint(_write(tmp_path, "s", "x.a > 4 and x.g == B", "label(m(x)) == label(m(x'))",
+                      f"  timeout = {timeout}\n"))
+    (prop,) = res.spec.properties
+    seen = {}
+
+    def slow_solver(p, ctx, progress, backend):
+        seen["solver"] = ctx.remaining(timeout)
+        clock.now += ctx.remaining(timeout)     # runs to its time limit
+        seen["solver_end"] = ctx.remaining(timeout)
+        return unknown(p, "time limit reached before the MILP was decided", backend="milp")
+
+    def searcher(p, ctx, fs, enc, backend):
+        def search(pair):
+            seen["search"] = ctx.remaining(timeout)
+            return Found(tried="the spy's search found none")
+        return search
+
+    left = timeout - 3.0                        # the preparation took 3 s: the share is of what is left
+    kept = {20: left / 4, 200: pre_relax.SEARCH_KEEPS_AT_MOST}[timeout]
+    for search in (searcher, None):
+        ctx = Context(res.spec)
+        ctx.begin_property()
+        seen.clear()
+        clock.now += 3.0
+        v = pre_relax.relaxed_run(prop, ctx, None, "milp", 0.0, slow_solver, search)
+        assert v.status == "unknown"
+        if search is None:                      # nothing follows: the whole budget
+            assert seen["solver"] == pytest.approx(left) and "search" not in seen
+        else:
+            assert seen["solver"] == pytest.approx(left - kept) and seen["search"] == pytest.approx(kept)
+            assert "the spy's search found none" in v.reason, v.reason
+        assert seen["solver_end"] == 0.0
+        assert ctx.remaining(timeout) == pytest.approx(left - seen["solver"])   # the cap is lifted after the run

@@ -34,6 +34,7 @@ the pre-condition only afterwards, and a flip that misses it would cost the proo
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import itertools
 import math
@@ -45,6 +46,13 @@ from fairspec.verdict import Unsupported, Verdict, unknown
 
 #: value combinations tried to give the features only the pre-condition reads a value meeting it
 MAX_COMPLETIONS = 4096
+
+#: where a search may follow a relaxed problem (:func:`solver_share`), the search keeps this share of the property's
+#: budget left, at most :data:`SEARCH_KEEPS_AT_MOST` seconds: it is bounded by a count of pairs, not by the budget --
+#: 0.01-0.16 s of wall time on session 33's vacuous-solver cases and pre_search sweeps (74 searches, 6,824 pairs
+#: scored at most; its whole MAX_SCORED ~0.6 s), so a long budget goes to the solver
+SEARCH_KEEPS = 0.25
+SEARCH_KEEPS_AT_MOST = 5.0
 
 #: the relaxation being decided, its ``prop`` the original property (None: none is)
 _RELAXING = contextvars.ContextVar("fairspec_pre_relaxing", default=None)
@@ -251,11 +259,27 @@ def relaxed_run(prop: ir.IndividualFairness, ctx, progress, backend: str, t0: fl
                                   * bool(rel.kept)))
     hull = RELAXED_HULL.set({n: (lo, hi) for n, lo, hi in rel.hull})     # what the lowering narrows
     try:
-        v = run_pair(rel.prop, ctx, progress, backend)
+        with solver_share(prop, ctx, backend, rel, search):
+            v = run_pair(rel.prop, ctx, progress, backend)
     finally:
         RELAXED_HULL.reset(hull)
         _RELAXING.reset(token)
     return finish(prop, rel, v, fs, enc, backend, t0, None if search is None else search(prop, ctx, fs, enc, backend))
+
+
+def solver_share(prop, ctx, backend: str, rel: Relaxation, search):
+    """Where conjuncts were dropped and a search may follow the relaxed problem (kinds/pre_search): the relaxed
+    solver is given what is left of the property's time budget but the search's share (:data:`SEARCH_KEEPS` of
+    it, at most :data:`SEARCH_KEEPS_AT_MOST` seconds). Before, a relaxed solver that ran to its time limit left
+    the search none: ``unknown``, the time budget spent, where the pair was there to find. No budget, no search,
+    nothing dropped: the whole of it. A time-out of either is ``unknown``, as before."""
+    from fairspec.planning import setting
+
+    if search is None or not rel.dropped:
+        return contextlib.nullcontext()
+    left = ctx.remaining(setting(prop, "timeout", backend))
+    return contextlib.nullcontext() if left is None else ctx.capped(left - min(SEARCH_KEEPS * left,
+                                                                               SEARCH_KEEPS_AT_MOST))
 
 
 def leaf_boxes_relaxed(prop, ctx, backend: str, t0: float, decide, search=None) -> Verdict:
@@ -270,7 +294,8 @@ def leaf_boxes_relaxed(prop, ctx, backend: str, t0: float, decide, search=None) 
     token = _RELAXING.set(replace(whole, prop=orig))
     hull = RELAXED_HULL.set({})
     try:
-        v = decide(whole.prop)
+        with solver_share(orig, ctx, backend, whole, search):
+            v = decide(whole.prop)
     finally:
         RELAXED_HULL.reset(hull)
         _RELAXING.reset(token)

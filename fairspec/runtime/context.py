@@ -119,7 +119,22 @@ class Context:
         if limit is None:
             return None
         job_clock.limited()
-        return max(0.0, float(limit) - self.spent())
+        left = max(0.0, float(limit) - self.spent())
+        cap = getattr(self, "_cap", None)
+        return left if cap is None else min(left, max(0.0, cap - time.perf_counter()))
+
+    @contextlib.contextmanager
+    def capped(self, seconds: float):
+        """Within: :meth:`remaining` at most ``seconds`` from now, whatever the limit asked about -- a phase
+        given a share of the property's budget, the rest kept for what follows it (kinds/pre_relax: the
+        relaxed solver's share, then the search for a pair meeting the whole pre-condition)."""
+        before = getattr(self, "_cap", None)
+        cap = time.perf_counter() + max(0.0, float(seconds))
+        self._cap = cap if before is None else min(before, cap)
+        try:
+            yield
+        finally:
+            self._cap = before
 
     def remaining_at_least(self, limit, floor: float):
         """``remaining(limit)``, but at least ``floor`` seconds (None: no limit): a phase granted time even
