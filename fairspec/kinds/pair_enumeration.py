@@ -676,8 +676,11 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
             lo, hi = value, (value if spread == 0 else math.nextafter(value + spread, math.inf))
         elif kind == "prob-of-logit":
             from fairspec.certify.enumerate import sigmoid_bounds
+            from fairspec.kinds.pair_runtime import pair_measure
 
-            lo = value
+            # the best pair's real-logistic measure rounded down (m's lower bounds minus lower bounds may exceed it)
+            pm = pair_measure(post, score_kind, s[a][k], s[b][k])
+            lo = value if pm is None else min(value, pm)
             # the logistic's bounds of every logit another batch may give, which hold predict_proba's too
             hi = math.nextafter(max(float(np.max(sigmoid_bounds(s[a] + spread)[1] - sigmoid_bounds(s[b] - spread)[0])),
                                     value), math.inf)
@@ -758,12 +761,18 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         # the witness's own measure (its replayed scores) is not the domain's largest difference when that
         # pair is one another batch may round away (or not vouched for): find reports the witness's, and
         # the details name both whenever they differ (maximize's value stays the domain's, with its bound)
+        # reported: the pair's measure rounded down (pair_runtime.pair_measure, as a replayed solver pair's: the
+        # nearest float of a difference may lie above the exact one); its float one says if it is the domain's
+        from fairspec.kinds.pair_runtime import pair_measure
+
         if P is not None:           # predict_proba's own difference, in the batch the witness's scores come from
             Pw = P[[a[j], b[j]]] if replayed is None else library_probability(prop, model, X[[a[j] % N, b[j] % N]])
-            wv = float(Pw[0] - Pw[1])
+            near, wv = float(Pw[0] - Pw[1]), pair_measure("prob", "prob", Pw[0], Pw[1])
         else:
-            wv = float(runtime_measure(post, score_kind, w.outputs[:1], w.outputs[1:])[0])
-        if wv != value:
+            near = float(runtime_measure(post, score_kind, *w.outputs))
+            wv = pair_measure(post, score_kind, *w.outputs)
+        wv = near if wv is None else wv     # a value that is not finite: its float difference, as it is
+        if near != value:
             details["witness_value"], details["domain_maximum"] = wv, value
         if mode != "maximize":
             value = wv
