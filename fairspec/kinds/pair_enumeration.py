@@ -598,16 +598,20 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     b = (base + ib[None, :]).reshape(-1)
     pairs, pre, adm = int(a.size), None, "admissible ordered pairs"
     if prop.pre:                    # the pairs meeting it, compared in both orders (the checks are directional)
-        from fairspec.kinds.pair_pre import PairPre
+        from fairspec.kinds.pair_pre import READINGS_MAXIMUM, PairPre
         from fairspec.kinds.pre_relax import pre_words      # a relaxed run's: its kept conjuncts
         from fairspec.verdict import Unsupported
 
         try:
-            pre = PairPre(prop, fs, values)
+            pre = PairPre(prop, fs, values, readings=True)     # both readings of its constants: their union
             a, b, pairs = pre.closure(a, b)
+            if pre.parted and mode == "maximize":       # each reading its own maximum: neither is chosen
+                raise Unsupported(READINGS_MAXIMUM.format(at=pre.parted))
         except Unsupported as e:
             return unknown(prop, f"{e}", backend=backend, seconds=time.perf_counter() - t0)
-        adm = f"admissible ordered pairs meeting {pre_words()}"
+        adm = f"admissible ordered pairs meeting {pre_words()}" + (
+            " in either reading of its constants (the float each is stored as, the decimal it is written as)"
+            if pre.parted else "")
     count_pairs = ordered_pairs if pre is None else pre.ordered_pairs
     K = 1
     if s.ndim == 2:                 # forall c: one comparison per pair and class (point i of class c at c N + i)
@@ -723,6 +727,9 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         for c in checks:
             ok |= compare_exact(c.lhs, c.op, c.rhs, c.minus)
         bad = ~ok
+    from fairspec.kinds.pair_pre import READINGS, readings_witnesses      # a witness meets it in both readings
+
+    bad, one = readings_witnesses(pre, a % N, b % N, bad)
     replayed = None
     if moved and moved.get("moved"):
         fragile = np.flatnonzero(bad & moved["unsure"])
@@ -739,8 +746,9 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     # breaks the (symmetric) post-condition, for one class or several (certify.enumerate.ordered_pairs)
     failing = count_pairs(a[~ok] % N, b[~ok] % N)
     if not idx.size:
-        return unknown(prop, f"{failing:,} of the {pairs:,} {adm} lie within the rounding of the "
-                             f"logistic function of the threshold {prop.eps!r}; enumeration cannot decide them",
+        return unknown(prop, READINGS.format(at=pre.parted, n=count_pairs(a[one] % N, b[one] % N)) if one.any() else
+                       f"{failing:,} of the {pairs:,} {adm} lie within the rounding of the "
+                       f"logistic function of the threshold {prop.eps!r}; enumeration cannot decide them",
                        backend=backend, seconds=seconds, details=details, value=value, bound=bound)
     if replayed is not None:
         j = replayed[0]
@@ -755,7 +763,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     runtime = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
     w = Witness(tuple(map(float, xa)), tuple(map(float, xb)), decode_row(enc, fs, xa), decode_row(enc, fs, xb),
                 replayed[1] if replayed is not None else (float(s[a[j]]), float(s[b[j]])), replayed_by=runtime)
-    violating = count_pairs(a[idx] % N, b[idx] % N)
+    violating = count_pairs(a[idx] % N, b[idx] % N) if pre is None else pre.ordered_pairs(a[idx] % N, b[idx] % N, False)
     details["violating_pairs"] = violating
     if value is not None and post != "class" and (post != "label" or score_kind == "logit"):
         # the witness's own measure (its replayed scores) is not the domain's largest difference when that
