@@ -30,7 +30,6 @@ certified bound]); ``unknown`` with the reasons when neither decides. Only numpy
 from __future__ import annotations
 
 import time
-from fractions import Fraction
 
 import numpy as np
 
@@ -235,8 +234,10 @@ def _decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
         details["class"], sw = col, every_sw[col]
     w = Witness(tuple(map(float, XW[0])), tuple(map(float, XW[1])), decode_row(enc, fs, XW[0]),
                 decode_row(enc, fs, XW[1]), (float(sw[0]), float(sw[1])), replayed_by=details["runtime"])
-    if value is None and post != "class":
-        value = float(abs(Fraction(float(sw[0])) - Fraction(float(sw[1]))))
+    if value is None and post != "class":      # the pair's measure rounded down (the nearest may lie above it)
+        from fairspec.kinds.pair_runtime import pair_measure
+
+        value = pair_measure("value", "", sw[0], sw[1])
     from fairspec.certify.enumerate import ordered_pairs
 
     # ordered pairs, as I and J hold them (a difference fails in one order of a pair, in one class or several)
@@ -328,10 +329,12 @@ def _flip_on_data(prop, ctx, model, fs, enc, mode: str, backend: str, t0: float,
             elif compare_exact(sw[:1], prop.eps_op, prop.eps, minus=sw[1:])[0] and \
                     compare_exact(sw[1:], prop.eps_op, prop.eps, minus=sw[:1])[0]:
                 continue
+            from fairspec.kinds.pair_runtime import pair_measure
+
             fx, fxp = decode_row(enc, fs, XW[0]), decode_row(enc, fs, XW[1])
             w = Witness(tuple(map(float, XW[0])), tuple(map(float, XW[1])), fx, fxp, (float(sw[0]), float(sw[1])),
                         replayed_by=runtime_name(model))
-            value = None if prop.post == "class" else float(abs(Fraction(float(sw[0])) - Fraction(float(sw[1]))))
+            value = None if prop.post == "class" else pair_measure("value", "", sw[0], sw[1])     # rounded down
             return Verdict(prop.name, prop.kind, "violated", value=value, witness=w,
                            backend=f"{backend} (falsified on data)", seconds=time.perf_counter() - t0,
                            details={"mode": mode, "rows": int(n), "flips": len(combos), "post": prop.post},

@@ -445,8 +445,10 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
                        backend=backend, seconds=seconds, details=details)
     w = Witness(tuple(map(float, x)), tuple(map(float, xp)), decode_row(enc, fs, x), decode_row(enc, fs, xp),
                 (float(out[0]), float(out[1])), replayed_by=details["runtime"])
-    if value is None and post != "label":
-        value = float(Fraction(float(measure[i])) - Fraction(float(measure[j])))
+    if value is None and post != "label":      # the pair's measure rounded down (the nearest may lie above it)
+        from fairspec.kinds.pair_runtime import pair_measure
+
+        value = pair_measure("value", "", measure[i], measure[j])
     from fairspec.certify.enumerate import ordered_pairs
 
     # ordered pairs, as I and J hold them: a label comparison fails in one order of a pair with two labels
