@@ -84,14 +84,15 @@ property p {
   require x.* == x'.* except {s}
   require |x.a - x'.a| <= 1
   REQ
-  ensure |logit(m(x)) - logit(m(x'))| <= EPS
+  ensure POST
 }
 """
 
 
-def _truth(z, conds, eps: Fraction):
+def _truth(z, conds, eps: Fraction | None):
     """(verdict each reading gives, the pairs violating in both readings, whether the readings admit different
-    pairs) by brute force: points (s, a) at index s * 10 + a."""
+    pairs) by brute force: points (s, a) at index s * 10 + a; ``eps`` None: the label post (z > 0, the logit
+    head's label)."""
     pts = [(s, a) for s in (0, 1) for a in range(10)]
     admitted = [set(), set()]
     for i, (s, a) in enumerate(pts):
@@ -101,7 +102,8 @@ def _truth(z, conds, eps: Fraction):
             for r in (FLOAT, DECIMAL):
                 if all(fn(Fraction(a), Fraction(a2), r) for _, fn in conds):
                     admitted[r].add((i, j))
-    bad = {(i, j) for i, j in admitted[0] | admitted[1] if abs(Fraction(z[i]) - Fraction(z[j])) > eps}
+    bad = {(i, j) for i, j in admitted[0] | admitted[1]
+           if ((z[i] > 0) != (z[j] > 0) if eps is None else abs(Fraction(z[i]) - Fraction(z[j])) > eps)}
     per = ["violated" if bad & admitted[r] else "holds" for r in (FLOAT, DECIMAL)]
     return per, bad & admitted[0] & admitted[1], admitted[0] != admitted[1], pts
 
@@ -118,14 +120,16 @@ def test_both_readings_against_brute_force(tmp_path, seed):
 
     rng = np.random.default_rng([33, seed])
     z = _net(tmp_path / "m.onnx", rng)
-    eps = str(rng.choice(["0.25", "0.5", "1", "2"]))
+    eps = str(rng.choice(["0.25", "0.5", "1", "2", "label"]))
+    post = "label(m(x)) == label(m(x'))" if eps == "label" else f"|logit(m(x)) - logit(m(x'))| <= {eps}"
+    eps = None if eps == "label" else Fraction(eps)
     for _ in range(100):            # three seeds in four: conditions whose readings admit different pairs
         conds = [_cond(rng) for _ in range(int(rng.integers(1, 3)))]
-        if seed % 4 == 0 or _truth(z, conds, Fraction(eps))[2]:
+        if seed % 4 == 0 or _truth(z, conds, eps)[2]:
             break
     (tmp_path / "p.fair").write_text(SPEC.replace("REQ", "\n  ".join(f"require {t}" for t, _ in conds))
-                                     .replace("EPS", eps))
-    per, both_bad, parted, pts = _truth(z, conds, Fraction(eps))
+                                     .replace("POST", post))
+    per, both_bad, parted, pts = _truth(z, conds, eps)
     (v,) = check(tmp_path / "p.fair").verdicts
     want = _expected(per, both_bad)
     assert v.details.get("engine") == "enumeration" or "no pair" in (v.reason or ""), (v.details, v.reason)
@@ -151,7 +155,7 @@ def test_readings_part_and_agree_on_holds(tmp_path):
     m = mlp_model([(np.array([[0.5, 0.0]]), np.zeros(1), False)], "Identity", "logit", batch="N")
     m.ir_version = 8
     onnx.save(m, str(tmp_path / "m.onnx"))
-    (tmp_path / "p.fair").write_text(SPEC.replace("REQ", "require x.a * 0.3 >= 0.9").replace("EPS", "0.5"))
+    (tmp_path / "p.fair").write_text(SPEC.replace("REQ", "require x.a * 0.3 >= 0.9").replace("POST", "|logit(m(x)) - logit(m(x'))| <= 0.5"))
     (v,) = check(tmp_path / "p.fair").verdicts
     assert v.status == "holds" and v.how == "proved", v.reason
     assert "either reading" in v.proof.claim, v.proof.claim
