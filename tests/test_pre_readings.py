@@ -159,3 +159,83 @@ def test_readings_part_and_agree_on_holds(tmp_path):
     (v,) = check(tmp_path / "p.fair").verdicts
     assert v.status == "holds" and v.how == "proved", v.reason
     assert "either reading" in v.proof.claim, v.proof.claim
+
+
+def _tree(path: Path, rng):
+    """A random DecisionTreeClassifier on (s, a): its labels (predict) and probabilities of class 1 at every point."""
+    skops = pytest.importorskip("skops.io")
+    from sklearn.tree import DecisionTreeClassifier
+
+    X = np.array([[s, a] for s in (0, 1) for a in range(10)] * 3, float)
+    y = rng.integers(0, 2, size=len(X))
+    y[:2] = (0, 1)
+    est = DecisionTreeClassifier(max_depth=int(rng.integers(2, 5)), random_state=0).fit(X, y)
+    skops.dump(est, path)
+    return est.predict(X[:20]).astype(np.float64) - 0.5, est.predict_proba(X[:20])[:, 1]
+
+
+def _regression_tree(path: Path, rng):
+    """A random DecisionTreeRegressor on (s, a) and its values at every point (kinds/tree_outputs.py's post)."""
+    skops = pytest.importorskip("skops.io")
+    from sklearn.tree import DecisionTreeRegressor
+
+    X = np.array([[s, a] for s in (0, 1) for a in range(10)] * 3, float)
+    est = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, rng.integers(0, 8, size=len(X)) / 8.0)
+    skops.dump(est, path)
+    return est.predict(X[:20])
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_a_tree_model_s_readings_against_brute_force(tmp_path, seed):
+    """The same rule on tree models' enumeration (kinds/tree_pairs.py: label and prob of a classifier;
+    kinds/tree_outputs.py: a regressor's value, one seed in three)."""
+    from fairspec.pipeline import check
+
+    rng = np.random.default_rng([34, seed])
+    lab, prob = _tree(tmp_path / "m.skops", rng)
+    label = seed % 2 == 0 and seed % 3 != 2
+    text = str(rng.choice(["0.125", "0.25", "0.5"]))
+    eps = None if label else Fraction(text)
+    post = "label(m(x)) == label(m(x'))" if label else f"|prob(m(x)) - prob(m(x'))| <= {text}"
+    if seed % 3 == 2:
+        prob = _regression_tree(tmp_path / "m.skops", rng)
+        post = f"|value(m(x)) - value(m(x'))| <= {text}"
+    z = lab if label else prob
+    for _ in range(100):
+        conds = [_cond(rng) for _ in range(int(rng.integers(1, 3)))]
+        if seed % 4 == 1 or _truth(z, conds, None)[2]:
+            break
+    spec = SPEC.replace('onnx("m.onnx", score = logit)', 'sklearn("m.skops")')
+    (tmp_path / "p.fair").write_text(spec.replace("REQ", "\n  ".join(f"require {t}" for t, _ in conds))
+                                     .replace("POST", post))
+    if label:
+        per, both_bad, parted, pts = _truth(z, conds, None)
+    else:   # |p - p'| > eps, exactly
+        per, both_bad, parted, pts = _truth_prob(prob, conds, eps)
+    (v,) = check(tmp_path / "p.fair").verdicts
+    want = _expected(per, both_bad)
+    if want == "holds":
+        assert v.status == "holds" and v.how == "proved" and v.proof is not None, (per, v.status, v.reason)
+    elif want == "violated":
+        assert v.status == "violated", (per, v.status, v.reason)
+        w = (int(v.witness.features["s"]), int(v.witness.features["a"]))
+        wp = (int(v.witness.features_prime["s"]), int(v.witness.features_prime["a"]))
+        assert (pts.index(w), pts.index(wp)) in both_bad, (w, wp)
+    else:
+        assert v.status == "unknown" and "enumeration does not choose one reading" in v.reason, v.reason
+    return want, parted
+
+
+def _truth_prob(p, conds, eps: Fraction):
+    """_truth for |prob - prob'| <= eps: a pair breaks it when its exact difference exceeds eps."""
+    pts = [(s, a) for s in (0, 1) for a in range(10)]
+    admitted = [set(), set()]
+    for i, (s, a) in enumerate(pts):
+        for j, (s2, a2) in enumerate(pts):
+            if s != s2 and abs(a - a2) <= 1:
+                for r in (FLOAT, DECIMAL):
+                    if all(fn(Fraction(a), Fraction(a2), r) for _, fn in conds):
+                        admitted[r].add((i, j))
+    bad = {(i, j) for i, j in admitted[0] | admitted[1] if abs(Fraction(float(p[i])) - Fraction(float(p[j]))) > eps}
+    per = ["violated" if bad & admitted[r] else "holds" for r in (FLOAT, DECIMAL)]
+    return per, bad & admitted[0] & admitted[1], admitted[0] != admitted[1], pts

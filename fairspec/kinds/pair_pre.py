@@ -255,19 +255,24 @@ class PairPre:
         return bool(v != 0) if isinstance(v, Fraction) else bool(v)
 
 
-def restrict_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, dom, words: str = "the pre-condition"):
+def restrict_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, dom, words: str = "the pre-condition",
+                    readings: bool = False):
     """A tree enumeration's pair domain (kinds/tree_pairs.PairDomain, every value its own cell) kept to the
     pairs meeting ``prop``'s further pre-condition, compared in both orders (the checks are directional):
     (the PairPre or None, how many ordered pairs meet it, what certify_pairs says it enumerated, naming the
-    pre-condition ``words``: a relaxed run's, kinds/pre_relax.pre_words)."""
+    pre-condition ``words``: a relaxed run's, kinds/pre_relax.pre_words). ``readings``: PairPre's (the union of
+    the two readings' pairs where they part, :attr:`PairPre.parted`; the words then say so)."""
     if not prop.pre:
         return None, int(dom.I.size), {}
-    pre = PairPre(prop, fs, {f.name: f.values[f.rep[g]] for f, g in zip(dom.factors, dom.grid())})
+    pre = PairPre(prop, fs, {f.name: f.values[f.rep[g]] for f, g in zip(dom.factors, dom.grid())}, readings)
     dom.I, dom.J, meeting = pre.closure(dom.I, dom.J)
+    words = f"{words}{EITHER}" if pre.parted else words
     return pre, meeting, {"unit": f"comparisons (the {meeting:,} ordered pairs meeting {words}, both orders)",
                           "pairs": meeting}
 
 
+#: what the pairs meeting a pre-condition whose readings part are (their union)
+EITHER = " in either reading of its constants (the float each is stored as, the decimal it is written as)"
 #: what a property whose pre-condition's readings part is unknown for (kinds/pair_enumeration.py)
 READINGS = ("the pre-condition's constants, read as the floats they are stored as and as the decimals they are "
             "written as, admit different pairs (they part at {at}); {n:,} pairs break the post-condition, each "
@@ -288,3 +293,13 @@ def readings_witnesses(pre, a, b, bad) -> tuple[np.ndarray, np.ndarray]:
         return bad, np.zeros_like(bad)
     both = pre.meets(a, b) | pre.meets(b, a)
     return bad & both, bad & ~both
+
+
+def readings_witness(pre, i, j, bad):
+    """The first of the violating comparisons ``bad`` (of points i[k], j[k]) whose pair both readings admit in one
+    order (:func:`readings_witnesses`), or None; ``bad[0]`` where the readings do not part."""
+    bad = np.asarray(bad, dtype=np.int64).reshape(-1)
+    if pre is None or not pre.parted:
+        return int(bad[0]) if bad.size else None
+    keep = bad[pre.meets(i, j) | pre.meets(j, i)]
+    return int(keep[0]) if keep.size else None
