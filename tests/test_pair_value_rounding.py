@@ -170,3 +170,63 @@ def test_a_relaxed_real_s_tolerance_is_met_as_written_too(tmp_path, monkeypatch)
     (tmp_path / "p.fair").write_text(REAL_SPEC)
     v = _check(tmp_path / "p.fair")
     assert v.status != "violated", (v.witness, v.reason)
+
+
+# session 33: the enumeration of small domains (kinds/pair_enumeration.py) reported a violated witness's value as
+# the float64 subtraction of its two outputs (predict_proba's, or the runtime's logits), rounded to nearest: 0.5
+# for the LogisticRegression's pair, above its exact 0.5 - 1.05e-20. It is now pair_runtime.pair_measure, the one
+# measure of a pair rounded down that a replayed solver pair's value is too.
+@pytest.mark.parametrize("mode", ["find", "prove", "maximize"])
+def test_the_enumeration_s_witness_value_is_at_or_below_its_exact_measure(tmp_path, mode):
+    est = _logistic_regression(tmp_path / "m.skops")
+    (tmp_path / "p.fair").write_text(LR_SPEC.replace("  using milp\n", "").replace("maximize", mode))
+    P = est.predict_proba(np.array([[s, a] for a in (3, 7) for s in (0, 1)], float))[:, 1]
+    truth = max(abs(Fraction(float(P[i])) - Fraction(float(P[i + 1]))) for i in (0, 2))
+    assert float(P[1] - P[0]) == 0.5 > truth      # nearest and down differ: the float subtraction says 0.5
+    v = _check(tmp_path / "p.fair")
+    assert v.details.get("engine") == "enumeration", v.details
+    _at_or_below(v, truth, mode)
+    if mode != "maximize":      # maximize: the witness is the domain's largest pair (no details.witness_value)
+        assert v.value == 0.5 - 2.0 ** -54 and "witness_value" not in v.details, (v.value, float(truth))
+
+
+def _at_or_below(v, truth: Fraction, mode: str) -> None:
+    """find / prove: the value is the witness's, at or below ``truth``; maximize: the domain maximum's nearest
+    float (the value maximize reports, judge.py's rule), inside its interval [float at or below, ...]."""
+    if mode != "maximize":
+        return _violated_at_or_below(v, truth)
+    assert v.status == "violated" and v.value == float(truth), (v.value, float(truth))
+    lo, hi = v.bound
+    assert Fraction(lo) <= truth <= Fraction(hi), (v.bound, float(truth))
+
+
+@pytest.mark.parametrize("mode", ["find", "maximize"])
+def test_a_network_s_enumerated_witness_value_is_at_or_below_its_exact_measure(tmp_path, mode):
+    gaps = _onehot_net(tmp_path / "m.onnx")
+    truth = gaps[3]
+    assert float(truth) > truth                       # its nearest float lies above it
+    (tmp_path / "p.fair").write_text(NET_SPEC.replace("REQ", "require x.a == A3").replace("  using milp\n", "")
+                                     .replace("maximize", mode))
+    v = _check(tmp_path / "p.fair")
+    assert v.details.get("engine") == "enumeration", v.details
+    _at_or_below(v, truth, mode)
+    if mode != "maximize":
+        assert Fraction(v.value) <= truth < Fraction(v.value) + Fraction(2.0 ** -52), (v.value, float(truth))
+
+
+def test_pair_measure_rounds_down_every_kind():
+    """pair_runtime.pair_measure against the exact measure, on pairs where the nearest float lies above it."""
+    from fairspec.certify.enumerate import sigmoid_bounds
+    from fairspec.kinds.pair_runtime import pair_measure
+
+    a, b = 0.5, 1.0 / (1.0 + np.exp(46.0))
+    assert a - b == 0.5
+    assert pair_measure("prob", "prob", a, b) == pair_measure("prob", "prob", b, a) == 0.5 - 2.0 ** -54
+    x, y = 1.0, -(2.0 ** -53 + 2.0 ** -60)
+    ex = Fraction(x) - Fraction(y)
+    assert Fraction(x - y) > ex and Fraction(pair_measure("logit", "logit", x, y)) <= ex
+    assert pair_measure("label", "logit", 2.0, -3.0) == pair_measure("label", "logit", -3.0, 2.0) == 2.0
+    lo, hi = sigmoid_bounds(np.array([3.0, -2.0]))
+    pm = pair_measure("prob", "logit", 3.0, -2.0)
+    assert Fraction(pm) <= Fraction(float(lo[0])) - Fraction(float(hi[1]))
+    assert pair_measure("logit", "logit", np.inf, 0.0) is None

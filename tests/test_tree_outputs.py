@@ -297,3 +297,23 @@ def test_max_rows_unread_by_a_tree_output_post_is_a_verdict_note(tmp_path, monke
     assert verdict_notes(large["near"]) == ["`max_rows` has no effect here: a tree model's class post with relaxed "
                                             "features is not falsified on data rows first (a flip sets the "
                                             "protected features only)"]
+
+
+@pytest.mark.parametrize("enumerate_pairs", [True, False], ids=["enumeration", "leaf-boxes"])
+@pytest.mark.parametrize("mode", [None, "prove"])
+def test_a_violated_value_is_the_pair_s_measure_rounded_down(tmp_path, monkeypatch, mode, enumerate_pairs):
+    """Session 33: a tree model's violated witness reported float(exact difference), the NEAREST float, which may
+    lie above it: leaves 1 and -(2^-53 + 2^-60) differ by 1 + 2^-53 + 2^-60, whose nearest float is 1 + 2^-52.
+    It is now pair_runtime.pair_measure's, the float at or below (as every reported pair value)."""
+    from sklearn.tree import DecisionTreeRegressor
+
+    if not enumerate_pairs:
+        monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    G = _grid()
+    est = DecisionTreeRegressor(max_depth=1).fit(G, (G[:, 0] > 0).astype(float))
+    assert list(est.tree_.feature[:1]) == [0]             # the split is on g, the protected feature
+    est.tree_.value[1, 0, 0], est.tree_.value[2, 0, 0] = -(2.0 ** -53 + 2.0 ** -60), 1.0
+    truth = Fraction(1) + Fraction(2.0 ** -53 + 2.0 ** -60)
+    assert Fraction(float(truth)) > truth
+    v = _verdicts(_write(tmp_path, est, _prop("v", "|value(m(x)) - value(m(x'))| <= 0.5", mode=mode)))["v"]
+    assert v.status == "violated" and Fraction(v.value) <= truth < Fraction(v.value) + Fraction(2.0 ** -52), v.value

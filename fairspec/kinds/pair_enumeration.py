@@ -603,16 +603,20 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     b = (base + ib[None, :]).reshape(-1)
     pairs, pre, adm = int(a.size), None, "admissible ordered pairs"
     if prop.pre:                    # the pairs meeting it, compared in both orders (the checks are directional)
-        from fairspec.kinds.pair_pre import PairPre
+        from fairspec.kinds.pair_pre import READINGS_MAXIMUM, PairPre
         from fairspec.kinds.pre_relax import pre_words      # a relaxed run's: its kept conjuncts
         from fairspec.verdict import Unsupported
 
         try:
-            pre = PairPre(prop, fs, values)
+            pre = PairPre(prop, fs, values, readings=True)     # both readings of its constants: their union
             a, b, pairs = pre.closure(a, b)
+            if pre.parted and mode == "maximize":       # each reading its own maximum: neither is chosen
+                raise Unsupported(READINGS_MAXIMUM.format(at=pre.parted))
         except Unsupported as e:
             return unknown(prop, f"{e}", backend=backend, seconds=time.perf_counter() - t0)
-        adm = f"admissible ordered pairs meeting {pre_words()}"
+        adm = f"admissible ordered pairs meeting {pre_words()}" + (
+            " in either reading of its constants (the float each is stored as, the decimal it is written as)"
+            if pre.parted else "")
     count_pairs = ordered_pairs if pre is None else pre.ordered_pairs
     K = 1
     if s.ndim == 2:                 # forall c: one comparison per pair and class (point i of class c at c N + i)
@@ -681,8 +685,11 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
             lo, hi = value, (value if spread == 0 else math.nextafter(value + spread, math.inf))
         elif kind == "prob-of-logit":
             from fairspec.certify.enumerate import sigmoid_bounds
+            from fairspec.kinds.pair_runtime import pair_measure
 
-            lo = value
+            # the best pair's real-logistic measure rounded down (m's lower bounds minus lower bounds may exceed it)
+            pm = pair_measure(post, score_kind, s[a][k], s[b][k])
+            lo = value if pm is None else min(value, pm)
             # the logistic's bounds of every logit another batch may give, which hold predict_proba's too
             hi = math.nextafter(max(float(np.max(sigmoid_bounds(s[a] + spread)[1] - sigmoid_bounds(s[b] - spread)[0])),
                                     value), math.inf)
@@ -725,6 +732,9 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         for c in checks:
             ok |= compare_exact(c.lhs, c.op, c.rhs, c.minus)
         bad = ~ok
+    from fairspec.kinds.pair_pre import READINGS, readings_witnesses      # a witness meets it in both readings
+
+    bad, one = readings_witnesses(pre, a % N, b % N, bad)
     replayed = None
     if moved and moved.get("moved"):
         fragile = np.flatnonzero(bad & moved["unsure"])
@@ -741,8 +751,9 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     # breaks the (symmetric) post-condition, for one class or several (certify.enumerate.ordered_pairs)
     failing = count_pairs(a[~ok] % N, b[~ok] % N)
     if not idx.size:
-        return unknown(prop, f"{failing:,} of the {pairs:,} {adm} lie within the rounding of the "
-                             f"logistic function of the threshold {prop.eps!r}; enumeration cannot decide them",
+        return unknown(prop, READINGS.format(at=pre.parted, n=count_pairs(a[one] % N, b[one] % N)) if one.any() else
+                       f"{failing:,} of the {pairs:,} {adm} lie within the rounding of the "
+                       f"logistic function of the threshold {prop.eps!r}; enumeration cannot decide them",
                        backend=backend, seconds=seconds, details=details, value=value, bound=bound)
     if replayed is not None:
         j = replayed[0]
@@ -757,18 +768,24 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     runtime = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
     w = Witness(tuple(map(float, xa)), tuple(map(float, xb)), decode_row(enc, fs, xa), decode_row(enc, fs, xb),
                 replayed[1] if replayed is not None else (float(s[a[j]]), float(s[b[j]])), replayed_by=runtime)
-    violating = count_pairs(a[idx] % N, b[idx] % N)
+    violating = count_pairs(a[idx] % N, b[idx] % N) if pre is None else pre.ordered_pairs(a[idx] % N, b[idx] % N, False)
     details["violating_pairs"] = violating
     if value is not None and post != "class" and (post != "label" or score_kind == "logit"):
         # the witness's own measure (its replayed scores) is not the domain's largest difference when that
         # pair is one another batch may round away (or not vouched for): find reports the witness's, and
         # the details name both whenever they differ (maximize's value stays the domain's, with its bound)
+        # reported: the pair's measure rounded down (pair_runtime.pair_measure, as a replayed solver pair's: the
+        # nearest float of a difference may lie above the exact one); its float one says if it is the domain's
+        from fairspec.kinds.pair_runtime import pair_measure
+
         if P is not None:           # predict_proba's own difference, in the batch the witness's scores come from
             Pw = P[[a[j], b[j]]] if replayed is None else library_probability(prop, model, X[[a[j] % N, b[j] % N]])
-            wv = float(Pw[0] - Pw[1])
+            near, wv = float(Pw[0] - Pw[1]), pair_measure("prob", "prob", Pw[0], Pw[1])
         else:
-            wv = float(runtime_measure(post, score_kind, w.outputs[:1], w.outputs[1:])[0])
-        if wv != value:
+            near = float(runtime_measure(post, score_kind, *w.outputs))
+            wv = pair_measure(post, score_kind, *w.outputs)
+        wv = near if wv is None else wv     # a value that is not finite: its float difference, as it is
+        if near != value:
             details["witness_value"], details["domain_maximum"] = wv, value
         if mode != "maximize":
             value = wv

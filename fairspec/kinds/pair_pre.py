@@ -9,8 +9,12 @@ it holds on, and the post-condition and certify's enumeration proof are about ex
 Every comparison is decided exactly, with the operator as written: the domain's values are whole
 numbers (int features, a boolean's 0 / 1) or category indices (sema writes a category constant as its index); each constant is read twice, as the float
 it is stored as and as the decimal its shortest repr writes (fairspec.ir.no_pair's two readings, in
-Fractions), and a pair where the two readings disagree (a constant like 1e23, whose decimal and float
-lie a whole number apart) makes the property ``unknown`` rather than decided by one reading.
+Fractions). Where the two readings disagree on a pair (``x.a * 0.3 >= 0.9`` at a = 3; a constant like 1e23,
+whose decimal and float lie a whole number apart) no reading is chosen: by default the property is
+``unknown``; with ``readings=True`` (the network enumeration, kinds/pair_enumeration.py) each reading
+admits its own set of ordered pairs, :meth:`PairPre.closure` hands certify the comparisons of their union
+(a proof over it covers both sets), and :meth:`PairPre.meets` is the pairs admitted in BOTH readings
+(a witness must be one: :func:`readings_witnesses`); :attr:`PairPre.parted` says whether they part.
 
 Each atom (a comparison, a set test, a boolean feature) is evaluated once per distinct combination of
 the values it reads (:data:`MAX_COMBINATIONS`), and looked up per pair.
@@ -43,41 +47,58 @@ class PairPre:
     (feature -> one value per point, as the enumeration encodes them: whole numbers, 0 / 1, category
     indices). Raises Unsupported (the property is then ``unknown``) where it cannot be read exactly."""
 
-    def __init__(self, prop: ir.IndividualFairness, fs: ir.FeatureSet, values: dict):
+    def __init__(self, prop: ir.IndividualFairness, fs: ir.FeatureSet, values: dict, readings: bool = False):
         self.prop, self.fs, self.values = prop, fs, values
+        self.readings = readings        # keep the two readings apart where they disagree (else Unsupported)
+        self.parted = None              # where they disagree on a pair of the closure: "x.a = 3" (the first seen)
         for n in pre_features(prop):
             if n not in values:
                 raise Unsupported(f"the pre-condition reads {n}, which the enumerated domain does not hold")
 
     # -- the mask ------------------------------------------------------------------------------
-    def meets(self, a, b) -> np.ndarray:
-        """Does the ordered pair of points (a[k], b[k]) meet the pre-condition, exactly?"""
+    def meets(self, a, b, either: bool = False) -> np.ndarray:
+        """Does the ordered pair of points (a[k], b[k]) meet the pre-condition, exactly, in both readings of
+        its constants (``either``: in one or the other; the two are one answer unless ``readings``)?"""
+        f, d = self._readings(a, b)
+        return (f | d) if either else (f & d)
+
+    def _readings(self, a, b) -> tuple[np.ndarray, np.ndarray]:
+        """(float reading, decimal reading) of :meth:`meets`."""
         a = np.asarray(a, dtype=np.int64).reshape(-1)
         b = np.asarray(b, dtype=np.int64).reshape(-1)
-        out = np.ones(a.size, dtype=bool)
+        f, d = np.ones(a.size, dtype=bool), np.ones(a.size, dtype=bool)
         for e in self.prop.pre:
-            out &= self._bool(e, a, b)
-        return out
+            ef, ed = self._bool(e, a, b)
+            f &= ef
+            d &= ed
+        return f, d
 
     def closure(self, a, b) -> tuple[np.ndarray, np.ndarray, int]:
         """From a symmetric list of candidate ordered pairs (both orders of each): the comparisons
-        ``(a, b)`` whose pair meets the pre-condition in one order or the other, and how many ordered
-        pairs meet it."""
-        m = self.meets(a, b)
-        r = self.meets(b, a)
-        keep = m | r
+        ``(a, b)`` whose pair meets the pre-condition in one order or the other, in either reading, and how
+        many ordered pairs meet it (in either reading: the union of the two admitted sets)."""
+        mf, md = self._readings(a, b)
+        m = mf | md
+        keep = m | self.meets(b, a, either=True)
+        if (mf != md).any():
+            k = int(np.flatnonzero(mf != md)[0])
+            i, j = int(np.asarray(a)[k]), int(np.asarray(b)[k])
+            self.parted = ", ".join(f"{v}.{f} = {self._shown(f, int(round(float(self.values[f][p]))))}"
+                                    for f in pre_features(self.prop) for v, p in ((self.prop.var, i),
+                                                                                  (self.prop.var_prime, j)))
         return np.asarray(a)[keep], np.asarray(b)[keep], int(m.sum())
 
-    def ordered_pairs(self, a, b) -> int:
-        """How many ordered pairs meeting the pre-condition break the post, given the comparisons that
-        break it in one order (certify.enumerate.ordered_pairs, restricted to the pre-condition)."""
+    def ordered_pairs(self, a, b, either: bool = True) -> int:
+        """How many ordered pairs meeting the pre-condition (in either reading; ``either=False``: in both)
+        break the post, given the comparisons that break it in one order (certify.enumerate.ordered_pairs,
+        restricted to the pre-condition)."""
         a = np.asarray(a, dtype=np.int64).reshape(-1)
         b = np.asarray(b, dtype=np.int64).reshape(-1)
         if not a.size:
             return 0
         n = int(max(a.max(), b.max())) + 1
         u = np.unique(np.concatenate([a * n + b, b * n + a]))
-        return int(self.meets(u // n, u % n).sum())
+        return int(self.meets(u // n, u % n, either=either).sum())
 
     def complete(self, w, i: int, j: int):
         """The witness ``w`` of points (i, j) with the values of the features the pre-condition reads that the
@@ -109,25 +130,29 @@ class PairPre:
                        output_labels=None if w.output_labels is None else tuple(reversed(w.output_labels)))
 
     # -- evaluation ----------------------------------------------------------------------------
-    def _bool(self, e, a, b) -> np.ndarray:
+    def _bool(self, e, a, b) -> tuple[np.ndarray, np.ndarray]:
+        """(float reading, decimal reading) of ``e`` on the pairs."""
         if isinstance(e, ir.Logic):
             parts = [self._bool(x, a, b) for x in e.args]
-            out = parts[0].copy()
+            out = [parts[0][0].copy(), parts[0][1].copy()]
             for p in parts[1:]:
-                out = (out & p) if e.op == "and" else (out | p)
-            return out
+                for r in (0, 1):
+                    out[r] = (out[r] & p[r]) if e.op == "and" else (out[r] | p[r])
+            return out[0], out[1]
         if isinstance(e, ir.NotE):
-            return ~self._bool(e.arg, a, b)
+            f, d = self._bool(e.arg, a, b)
+            return ~f, ~d
         return self._atom(e, a, b)
 
-    def _atom(self, e, a, b) -> np.ndarray:
+    def _atom(self, e, a, b) -> tuple[np.ndarray, np.ndarray]:
         nodes = list(ir.subexpressions(e))
         if any(isinstance(x, ir.ModelOut) for x in nodes):
             raise Unsupported("a pre-condition that reads the model's output is not read by enumeration")
         leaves = list(dict.fromkeys((x.var, x.feature) for x in nodes if isinstance(x, ir.FeatureRef)))
         n = a.size
         if not leaves:
-            return np.full(n, self._decide(e, {}), dtype=bool)
+            f, d = self._decide_both(e, {})
+            return np.full(n, f, dtype=bool), np.full(n, d, dtype=bool)
         cols = []
         for var, f in leaves:
             if var not in (self.prop.var, self.prop.var_prime):
@@ -149,22 +174,34 @@ class PairPre:
                               f"{MAX_COMBINATIONS:,}) to decide exactly")
         first = np.zeros(uniq.size, dtype=np.int64)
         first[inv[::-1]] = np.arange(n - 1, -1, -1)          # a pair holding each combination
-        per = np.array([self._decide(e, {lv: int(c[k]) for lv, c in zip(leaves, cols)}) for k in first],
-                       dtype=bool)
-        return per[inv.reshape(-1)]
+        per = np.array([self._decide_both(e, {lv: int(c[k]) for lv, c in zip(leaves, cols)}) for k in first],
+                       dtype=bool).reshape(-1, 2)
+        return per[inv.reshape(-1), 0], per[inv.reshape(-1), 1]
 
     def _decide(self, e, env) -> bool:
+        """``e`` at ``env`` (one reading: Unsupported where the two disagree, whatever ``readings`` says)."""
+        f, d = self._decide_both(e, env)
+        if f != d:
+            raise Unsupported(f"a constant of the pre-condition reads differently as the float it is stored as "
+                              f"and as the decimal it is written as at {self._said(env)}; enumeration does not choose one")
+        return f
+
+    def _said(self, env) -> str:
+        return ", ".join(f"{var}.{f} = {self._shown(f, v)}" for (var, f), v in env.items())
+
+    def _decide_both(self, e, env) -> tuple[bool, bool]:
+        """(float reading, decimal reading) of the atom ``e`` at ``env``; Unsupported where they disagree,
+        unless ``readings``."""
         from fairspec.ir.no_pair import _as_decimal, _as_float
 
         got = []
         for read in (_as_float, _as_decimal):
             v = self._exact(e, env, read)
             got.append(bool(v != 0) if isinstance(v, Fraction) else bool(v))
-        if got[0] != got[1]:
-            said = ", ".join(f"{var}.{f} = {self._shown(f, v)}" for (var, f), v in env.items())
-            raise Unsupported(f"a constant of the pre-condition reads differently as the float it is stored as and "
-                              f"as the decimal it is written as at {said}; enumeration does not choose one")
-        return got[0]
+        if got[0] != got[1] and not self.readings:
+            raise Unsupported(f"a constant of the pre-condition reads differently as the float it is stored as "
+                              f"and as the decimal it is written as at {self._said(env)}; enumeration does not choose one")
+        return got[0], got[1]
 
     def _shown(self, f: str, v: int):
         dom = self.fs.get(f).domain
@@ -218,14 +255,51 @@ class PairPre:
         return bool(v != 0) if isinstance(v, Fraction) else bool(v)
 
 
-def restrict_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, dom, words: str = "the pre-condition"):
+def restrict_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, dom, words: str = "the pre-condition",
+                    readings: bool = False):
     """A tree enumeration's pair domain (kinds/tree_pairs.PairDomain, every value its own cell) kept to the
     pairs meeting ``prop``'s further pre-condition, compared in both orders (the checks are directional):
     (the PairPre or None, how many ordered pairs meet it, what certify_pairs says it enumerated, naming the
-    pre-condition ``words``: a relaxed run's, kinds/pre_relax.pre_words)."""
+    pre-condition ``words``: a relaxed run's, kinds/pre_relax.pre_words). ``readings``: PairPre's (the union of
+    the two readings' pairs where they part, :attr:`PairPre.parted`; the words then say so)."""
     if not prop.pre:
         return None, int(dom.I.size), {}
-    pre = PairPre(prop, fs, {f.name: f.values[f.rep[g]] for f, g in zip(dom.factors, dom.grid())})
+    pre = PairPre(prop, fs, {f.name: f.values[f.rep[g]] for f, g in zip(dom.factors, dom.grid())}, readings)
     dom.I, dom.J, meeting = pre.closure(dom.I, dom.J)
+    words = f"{words}{EITHER}" if pre.parted else words
     return pre, meeting, {"unit": f"comparisons (the {meeting:,} ordered pairs meeting {words}, both orders)",
                           "pairs": meeting}
+
+
+#: what the pairs meeting a pre-condition whose readings part are (their union)
+EITHER = " in either reading of its constants (the float each is stored as, the decimal it is written as)"
+#: what a property whose pre-condition's readings part is unknown for (kinds/pair_enumeration.py)
+READINGS = ("the pre-condition's constants, read as the floats they are stored as and as the decimals they are "
+            "written as, admit different pairs (they part at {at}); {n:,} pairs break the post-condition, each "
+            "meeting the pre-condition in one reading only, and no pair meeting it in both readings is shown to: "
+            "enumeration does not choose one reading")
+#: maximize's: the largest measure over each reading's pairs is its own
+READINGS_MAXIMUM = ("the pre-condition's constants, read as the floats they are stored as and as the decimals they "
+                    "are written as, admit different pairs (they part at {at}), each reading with its own largest "
+                    "difference: enumeration does not choose one reading")
+
+
+def readings_witnesses(pre, a, b, bad) -> tuple[np.ndarray, np.ndarray]:
+    """``bad`` (per comparison (a[k], b[k]): certify found it breaks the post) kept to the comparisons whose
+    pair meets the pre-condition in BOTH readings of its constants, in one order or the other (the post is
+    symmetric: :meth:`PairPre.in_order` reports that order), and those dropped (pairs admitted in one reading
+    only: a violation of that reading alone, not of the property as both read it)."""
+    if pre is None or not pre.parted:
+        return bad, np.zeros_like(bad)
+    both = pre.meets(a, b) | pre.meets(b, a)
+    return bad & both, bad & ~both
+
+
+def readings_witness(pre, i, j, bad):
+    """The first of the violating comparisons ``bad`` (of points i[k], j[k]) whose pair both readings admit in one
+    order (:func:`readings_witnesses`), or None; ``bad[0]`` where the readings do not part."""
+    bad = np.asarray(bad, dtype=np.int64).reshape(-1)
+    if pre is None or not pre.parted:
+        return int(bad[0]) if bad.size else None
+    keep = bad[pre.meets(i, j) | pre.meets(j, i)]
+    return int(keep[0]) if keep.size else None

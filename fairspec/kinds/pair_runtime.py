@@ -136,38 +136,50 @@ def runtime_measure(post: str, score_kind: str, sa, sb) -> np.ndarray:
     return sa - sb
 
 
-def runtime_pair_value(prop: ir.IndividualFairness, model, s, X2=None) -> float | None:
-    """The measure of a replayed pair (runtime scores ``s`` of shape (2,)), the larger of its two
-    orders, as the float at or below its exact value (the difference of the runtime's floats taken exactly,
-    then rounded down: a float64 subtraction rounded to nearest may lie above it, and a maximize interval's
-    lower end above the true maximum): what maximize reports for a witness; None where the post-condition has no measure
-    (class, or label decided by the library's predict). ``X2``: the pair's encoded rows, from which a
-    ``prob`` the library computes from the logit is read (:func:`library_probability`: predict_proba's
-    own difference, not the logistic's bounds of the logits, which may lie an ulp off it)."""
+def pair_measure(post: str, kind: str, sa, sb) -> float | None:
+    """The measure of one pair, rounded down: the larger of its two orders of the runtime values ``sa``,
+    ``sb`` (two floats: the post's scores, or predict_proba's probabilities read as ``("prob", "prob")``),
+    as the float at or below its exact value. ``min(z, -z')`` for label (logit scores: exact in floats); the
+    real logistic of each logit for ``prob`` of a logit model (``kind`` ``"logit"``: the lower bound of one
+    minus the upper bound of the other, certify.enumerate.sigmoid_bounds); else ``|s - s'|`` taken exactly
+    and rounded down (a float64 subtraction rounds to nearest, which may lie above the exact difference:
+    0.5 - expit(-46) is 0.5). Every reported pair value (a witness's, maximize's lower end from a pair) is
+    this one; None when a value is not finite (no measure to round)."""
     from fractions import Fraction
 
-    from fairspec.certify.enumerate import class_post, sigmoid_bounds
+    from fairspec.certify.enumerate import sigmoid_bounds
     from fairspec.certify.rounding import float_down
+
+    s = np.array([float(np.asarray(sa).reshape(-1)[0]), float(np.asarray(sb).reshape(-1)[0])], dtype=np.float64)
+    if not np.all(np.isfinite(s)):
+        return None
+    if post == "label":             # min(z, -z'): exact in floats
+        return float(max(min(s[0], -s[1]), min(s[1], -s[0])))
+    if post == "prob" and kind == "logit":      # the real logistic of each logit: its lower end minus the other's upper
+        lo, hi = (tuple(map(Fraction, map(float, b))) for b in sigmoid_bounds(s))
+        return float_down(max(lo[0] - hi[1], lo[1] - hi[0]))
+    return float_down(abs(Fraction(float(s[0])) - Fraction(float(s[1]))))
+
+
+def runtime_pair_value(prop: ir.IndividualFairness, model, s, X2=None) -> float | None:
+    """The measure of a replayed pair (runtime scores ``s`` of shape (2,)), the larger of its two
+    orders, as the float at or below its exact value (:func:`pair_measure`): what maximize reports for a
+    witness; None where the post-condition has no measure (class, or label decided by the library's
+    predict). ``X2``: the pair's encoded rows, from which a ``prob`` the library computes from the logit is
+    read (:func:`library_probability`: predict_proba's own difference, not the logistic's bounds of the
+    logits, which may lie an ulp off it)."""
+    from fairspec.certify.enumerate import class_post
 
     P = None if X2 is None else library_probability(prop, model, X2)
     if P is not None:
-        if P.shape != (2,) or not np.all(np.isfinite(P)):
-            return None
-        return float_down(abs(Fraction(float(P[0])) - Fraction(float(P[1]))))
+        return pair_measure("prob", "prob", P[0], P[1]) if P.shape == (2,) else None
 
     post = class_post(prop.post)
     kind = "logit" if post == "logit" else "prob" if prop.post == "class_prob" else model.score_kind
     if post not in ("label", "logit", "prob") or post == "label" and (kind != "logit" or label_by_predict(model)):
         return None
     s = np.asarray(s, dtype=np.float64).reshape(-1)
-    if s.shape != (2,) or not np.all(np.isfinite(s)):
-        return None
-    if post == "label":             # min(z, -z'): exact in floats
-        return float(np.max(runtime_measure(post, kind, s[[0, 1]], s[[1, 0]])))
-    if post == "prob" and kind == "logit":      # the real logistic of each logit: its lower end minus the other's upper
-        lo, hi = (tuple(map(Fraction, map(float, b))) for b in sigmoid_bounds(s))
-        return float_down(max(lo[0] - hi[1], lo[1] - hi[0]))
-    return float_down(abs(Fraction(float(s[0])) - Fraction(float(s[1]))))
+    return pair_measure(post, kind, s[0], s[1]) if s.shape == (2,) else None
 
 
 def best_pair_value(prop: ir.IndividualFairness, model, replay_full, pair) -> float | None:

@@ -28,7 +28,6 @@ their margin (no log link).
 from __future__ import annotations
 
 import time
-from fractions import Fraction
 
 import numpy as np
 
@@ -430,8 +429,10 @@ def decide_by_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
     sw = (out[0], out[1]) if what == "class" else (out[0][j], out[1][j])
     w = Witness(tuple(map(float, XW[0])), tuple(map(float, XW[1])), decode_row(enc, fs, XW[0]),
                 decode_row(enc, fs, XW[1]), (float(sw[0]), float(sw[1])), replayed_by=details["runtime"])
-    if value is None and what != "class":
-        value = float(abs(Fraction(float(sw[0])) - Fraction(float(sw[1]))))
+    if value is None and what != "class":      # the pair's measure rounded down (the nearest may lie above it)
+        from fairspec.kinds.pair_runtime import pair_measure
+
+        value = pair_measure("value", "", sw[0], sw[1])
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
                    seconds=seconds, details=details,
                    reason="a pair found by branch and bound over leaf boxes breaks it on the library's runtime"), ""

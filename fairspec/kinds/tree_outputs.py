@@ -30,7 +30,6 @@ certified bound]); ``unknown`` with the reasons when neither decides. Only numpy
 from __future__ import annotations
 
 import time
-from fractions import Fraction
 
 import numpy as np
 
@@ -162,7 +161,12 @@ def _decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
     from fairspec.kinds.pre_relax import pre_words
 
     pc = pre_words()                  # inside a relaxed run (kinds/pre_relax), the relaxed one it reads
-    pre, meeting, extra = restrict_domain(prop, fs, dom, pc)
+    pre, meeting, extra = restrict_domain(prop, fs, dom, pc, readings=True)
+    if pre is not None and pre.parted:      # each reading admits its own pairs: proved over their union (pair_pre)
+        from fairspec.kinds.pair_pre import EITHER, READINGS_MAXIMUM
+        if mode == "maximize":
+            return unknown(prop, READINGS_MAXIMUM.format(at=pre.parted), backend=backend, seconds=time.perf_counter() - t0)
+        pc = f"{pc}{EITHER}"
     details = {"mode": mode, "points": dom.points, "cells": dom.n, "pairs": meeting,
                **({"leaf_boxes": len(dom.boxes)} if dom.boxes is not None else {}),
                "runtime": runtime_name(model), "post": post,
@@ -211,7 +215,13 @@ def _decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
     seconds = time.perf_counter() - t0
     if res.proof is not None:
         return proved_by_enumeration(prop, res, meeting, unit, value, bound, backend, seconds, details)
-    k = best if best is not None else res.index
+    from fairspec.kinds.pair_pre import READINGS, readings_witness
+
+    n_ij = int(I.size)                  # forall c: comparison k is pair k % n_ij of class k // n_ij
+    k = readings_witness(pre, I[res.bad % n_ij], J[res.bad % n_ij], res.bad)
+    if k is None:                       # res.index, or the first violation both readings admit
+        return gone(READINGS.format(at=pre.parted, n=pre.ordered_pairs(I[res.bad % n_ij], J[res.bad % n_ij])))
+    k = best if best is not None else k
     col = None
     if every:
         col, k = divmod(int(k), int(I.size))
@@ -235,13 +245,15 @@ def _decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
         details["class"], sw = col, every_sw[col]
     w = Witness(tuple(map(float, XW[0])), tuple(map(float, XW[1])), decode_row(enc, fs, XW[0]),
                 decode_row(enc, fs, XW[1]), (float(sw[0]), float(sw[1])), replayed_by=details["runtime"])
-    if value is None and post != "class":
-        value = float(abs(Fraction(float(sw[0])) - Fraction(float(sw[1]))))
+    if value is None and post != "class":      # the pair's measure rounded down (the nearest may lie above it)
+        from fairspec.kinds.pair_runtime import pair_measure
+
+        value = pair_measure("value", "", sw[0], sw[1])
     from fairspec.certify.enumerate import ordered_pairs
 
     # ordered pairs, as I and J hold them (a difference fails in one order of a pair, in one class or several)
     kb = res.bad % int(I.size)
-    details["violating_pairs"] = violating = (ordered_pairs if pre is None else pre.ordered_pairs)(I[kb], J[kb])
+    details["violating_pairs"] = violating = ordered_pairs(I[kb], J[kb]) if pre is None else pre.ordered_pairs(I[kb], J[kb], False)
     if pre is not None:
         w = pre.in_order(w, i, j)   # the order of the pair that meets the pre-condition
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
@@ -328,10 +340,12 @@ def _flip_on_data(prop, ctx, model, fs, enc, mode: str, backend: str, t0: float,
             elif compare_exact(sw[:1], prop.eps_op, prop.eps, minus=sw[1:])[0] and \
                     compare_exact(sw[1:], prop.eps_op, prop.eps, minus=sw[:1])[0]:
                 continue
+            from fairspec.kinds.pair_runtime import pair_measure
+
             fx, fxp = decode_row(enc, fs, XW[0]), decode_row(enc, fs, XW[1])
             w = Witness(tuple(map(float, XW[0])), tuple(map(float, XW[1])), fx, fxp, (float(sw[0]), float(sw[1])),
                         replayed_by=runtime_name(model))
-            value = None if prop.post == "class" else float(abs(Fraction(float(sw[0])) - Fraction(float(sw[1]))))
+            value = None if prop.post == "class" else pair_measure("value", "", sw[0], sw[1])     # rounded down
             return Verdict(prop.name, prop.kind, "violated", value=value, witness=w,
                            backend=f"{backend} (falsified on data)", seconds=time.perf_counter() - t0,
                            details={"mode": mode, "rows": int(n), "flips": len(combos), "post": prop.post},

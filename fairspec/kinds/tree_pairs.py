@@ -359,7 +359,12 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
     from fairspec.kinds.pre_relax import pre_words
 
     pc = pre_words()                  # inside a relaxed run (kinds/pre_relax), the relaxed one it reads
-    pre, meeting, extra = restrict_domain(prop, fs, dom, pc)
+    pre, meeting, extra = restrict_domain(prop, fs, dom, pc, readings=True)
+    if pre is not None and pre.parted:      # each reading admits its own pairs: proved over their union (pair_pre)
+        from fairspec.kinds.pair_pre import EITHER, READINGS_MAXIMUM
+        if mode == "maximize":
+            return unknown(prop, READINGS_MAXIMUM.format(at=pre.parted), backend=backend, seconds=time.perf_counter() - t0)
+        pc = f"{pc}{EITHER}"
     details = {"mode": mode, "points": dom.points, "cells": dom.n, "pairs": meeting,
                **({"leaf_boxes": len(dom.boxes)} if dom.boxes is not None else {}),
                "runtime": runtime_name(model)}
@@ -422,7 +427,12 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
     seconds = time.perf_counter() - t0
     if res.proof is not None:
         return proved_by_enumeration(prop, res, meeting, unit, value, bound, backend, seconds, details)
-    k = res.index
+    from fairspec.kinds.pair_pre import READINGS, readings_witness
+
+    k = readings_witness(pre, I[res.bad], J[res.bad], res.bad)    # res.index, or the first violation both readings admit
+    if k is None:
+        return unknown(prop, READINGS.format(at=pre.parted, n=pre.ordered_pairs(I[res.bad], J[res.bad])),
+                       backend=backend, seconds=seconds, details=details)
     if mode == "maximize" and best is not None:
         k = best                          # the largest violation is a violation too
     elif post != "label" and pre is None:
@@ -445,14 +455,17 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
                        backend=backend, seconds=seconds, details=details)
     w = Witness(tuple(map(float, x)), tuple(map(float, xp)), decode_row(enc, fs, x), decode_row(enc, fs, xp),
                 (float(out[0]), float(out[1])), replayed_by=details["runtime"])
-    if value is None and post != "label":
-        value = float(Fraction(float(measure[i])) - Fraction(float(measure[j])))
+    if value is None and post != "label":      # the pair's measure rounded down (the nearest may lie above it)
+        from fairspec.kinds.pair_runtime import pair_measure
+
+        value = pair_measure("value", "", measure[i], measure[j])
     from fairspec.certify.enumerate import ordered_pairs
 
     # ordered pairs, as I and J hold them: a label comparison fails in one order of a pair with two labels
-    details["violating_pairs"] = violating = (ordered_pairs if pre is None else pre.ordered_pairs)(I[res.bad], J[res.bad])
+    details["violating_pairs"] = violating = (ordered_pairs(I[res.bad], J[res.bad]) if pre is None else
+                                              pre.ordered_pairs(I[res.bad], J[res.bad], False))   # both readings'
     if pre is not None:
-        w = pre.in_order(w, i, j)   # the order of the pair that meets the pre-condition
+        w = pre.in_order(w, i, j)   # the order of the pair that meets the pre-condition (both readings)
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
                    seconds=seconds, details=details,
                    reason=f"{violating:,} of the {meeting:,} {'admissible ordered ' * (pre is None)}{unit} violate it on the library's "

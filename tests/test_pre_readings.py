@@ -1,0 +1,241 @@
+"""A small-domain individual-fairness property whose further pre-condition has a non-dyadic constant
+(``x.a * 0.3 >= 0.9``) read two ways -- the float each constant is stored as, and the decimal it is written as
+(README, further conditions) -- decided where both readings give one verdict (session 33; it was `unknown`
+wherever the readings admitted different pairs, kinds/pair_pre.py).
+
+The rule (kinds/pair_enumeration.decide_small with PairPre(readings=True)): each reading admits its own set of
+ordered pairs; certify's enumeration proof is over their union, so ``holds (proved)`` holds in both readings;
+``violated`` only with a witness admitted in BOTH readings that breaks the post on the runtime; otherwise
+``unknown`` naming where the readings part. Checked here against a brute force that reads every constant
+both ways in Fractions, over small ONNX networks with dyadic weights and the runtime's own float32 outputs."""
+
+from __future__ import annotations
+
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+sys.path.insert(0, str(Path(__file__).parent))
+from onnx_nets import mlp_model  # noqa: E402
+
+FLOAT, DECIMAL = 0, 1
+OPS = {"<": lambda u, v: u < v, "<=": lambda u, v: u <= v, ">": lambda u, v: u > v, ">=": lambda u, v: u >= v,
+       "==": lambda u, v: u == v}
+
+
+def _read(text: str, reading: int) -> Fraction:
+    return Fraction(float(text)) if reading == FLOAT else Fraction(text)
+
+
+def _cond(rng):
+    """(text, fn(a, a', reading) -> bool): a bound of x.a or x'.a with non-dyadic constants near a value of the
+    domain, where the readings may part (``x.a * 0.3 >= 0.9`` at a = 3: 3 * float(0.3) < float(0.9))."""
+    op = str(rng.choice(list(OPS)))
+    side = int(rng.integers(0, 2))
+    v = ("x", "x'")[side]
+    k = int(rng.integers(0, 10))
+    form = int(rng.integers(0, 4))
+    cmp = OPS[op]
+    pick = (lambda a, b: a) if side == 0 else (lambda a, b: b)
+    if form == 0:
+        c = repr(k / 10)
+        return f"{v}.a * 0.1 {op} {c}", lambda a, b, r: cmp(pick(a, b) * _read("0.1", r), _read(c, r))
+    if form == 1:
+        c = repr(round(0.3 * k, 10))
+        return f"{v}.a * 0.3 {op} {c}", lambda a, b, r: cmp(pick(a, b) * _read("0.3", r), _read(c, r))
+    if form == 2:
+        c = repr(round(0.7 * k, 10))
+        return f"{v}.a * 0.7 {op} {c}", lambda a, b, r: cmp(pick(a, b) * _read("0.7", r), _read(c, r))
+    d = str(rng.choice(["0.1", "0.2", "0.3"]))
+    return (f"x.a * 0.1 {op} x'.a * 0.1 + {d}",
+            lambda a, b, r: cmp(a * _read("0.1", r), b * _read("0.1", r) + _read(d, r)))
+
+
+def _net(path: Path, rng) -> np.ndarray:
+    """A 2-h-1 ReLU network of dyadic weights on inputs (s, a); its float32 logits at every point (s, a)."""
+    h = int(rng.integers(2, 5))
+    W1 = rng.integers(-8, 9, size=(h, 2)) / 4.0
+    b1 = rng.integers(-8, 9, size=h) / 4.0
+    W2 = rng.integers(-8, 9, size=(1, h)) / 8.0
+    m = mlp_model([(W1, b1, True), (W2, np.zeros(1), False)], "Identity", "logit", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(path))
+    X = np.array([[s, a] for s in (0, 1) for a in range(10)], np.float32)
+    z = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": X})[0].reshape(-1)
+    return z.astype(np.float64)
+
+
+SPEC = """features F {
+  s : bool protected
+  a : int in [0, 9]
+}
+model m = onnx("m.onnx", score = logit)
+encode F for m {
+  s : raw
+  a : raw
+}
+property p {
+  forall x, x' : F
+  require x.* == x'.* except {s}
+  require |x.a - x'.a| <= 1
+  REQ
+  ensure POST
+}
+"""
+
+
+def _truth(z, conds, eps: Fraction | None):
+    """(verdict each reading gives, the pairs violating in both readings, whether the readings admit different
+    pairs) by brute force: points (s, a) at index s * 10 + a; ``eps`` None: the label post (z > 0, the logit
+    head's label)."""
+    pts = [(s, a) for s in (0, 1) for a in range(10)]
+    admitted = [set(), set()]
+    for i, (s, a) in enumerate(pts):
+        for j, (s2, a2) in enumerate(pts):
+            if s == s2 or abs(a - a2) > 1:
+                continue
+            for r in (FLOAT, DECIMAL):
+                if all(fn(Fraction(a), Fraction(a2), r) for _, fn in conds):
+                    admitted[r].add((i, j))
+    bad = {(i, j) for i, j in admitted[0] | admitted[1]
+           if ((z[i] > 0) != (z[j] > 0) if eps is None else abs(Fraction(z[i]) - Fraction(z[j])) > eps)}
+    per = ["violated" if bad & admitted[r] else "holds" for r in (FLOAT, DECIMAL)]
+    return per, bad & admitted[0] & admitted[1], admitted[0] != admitted[1], pts
+
+
+def _expected(per, both_bad) -> str:
+    if per == ["holds", "holds"]:
+        return "holds"
+    return "violated" if both_bad else "unknown"
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_both_readings_against_brute_force(tmp_path, seed):
+    from fairspec.pipeline import check
+
+    rng = np.random.default_rng([33, seed])
+    z = _net(tmp_path / "m.onnx", rng)
+    eps = str(rng.choice(["0.25", "0.5", "1", "2", "label"]))
+    post = "label(m(x)) == label(m(x'))" if eps == "label" else f"|logit(m(x)) - logit(m(x'))| <= {eps}"
+    eps = None if eps == "label" else Fraction(eps)
+    for _ in range(100):            # three seeds in four: conditions whose readings admit different pairs
+        conds = [_cond(rng) for _ in range(int(rng.integers(1, 3)))]
+        if seed % 4 == 0 or _truth(z, conds, eps)[2]:
+            break
+    (tmp_path / "p.fair").write_text(SPEC.replace("REQ", "\n  ".join(f"require {t}" for t, _ in conds))
+                                     .replace("POST", post))
+    per, both_bad, parted, pts = _truth(z, conds, eps)
+    (v,) = check(tmp_path / "p.fair").verdicts
+    want = _expected(per, both_bad)
+    assert v.details.get("engine") == "enumeration" or "no pair" in (v.reason or ""), (v.details, v.reason)
+    if want == "holds":
+        assert v.status == "holds" and v.how == "proved" and v.proof is not None, (per, v.status, v.reason)
+    elif want == "violated":
+        assert v.status == "violated", (per, v.status, v.reason)
+        w = (int(v.witness.features["s"]), int(v.witness.features["a"]))
+        wp = (int(v.witness.features_prime["s"]), int(v.witness.features_prime["a"]))
+        assert (pts.index(w), pts.index(wp)) in both_bad, (w, wp)     # in the order that meets both readings
+    else:
+        assert v.status == "unknown" and "enumeration does not choose one reading" in v.reason, v.reason
+    return want, parted
+
+
+def test_readings_part_and_agree_on_holds(tmp_path):
+    """x.a * 0.3 >= 0.9 admits a = 3 as written and not as stored (3 * float(0.3) < float(0.9)); a network
+    constant in a holds in both readings (every pair of either set within eps): holds (proved), the proof's
+    claim about the pairs meeting it in either reading."""
+    from fairspec.pipeline import check
+
+    assert 3 * Fraction(0.3) < Fraction(0.9) and 3 * Fraction(3, 10) >= Fraction(9, 10)
+    m = mlp_model([(np.array([[0.5, 0.0]]), np.zeros(1), False)], "Identity", "logit", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    (tmp_path / "p.fair").write_text(SPEC.replace("REQ", "require x.a * 0.3 >= 0.9").replace("POST", "|logit(m(x)) - logit(m(x'))| <= 0.5"))
+    (v,) = check(tmp_path / "p.fair").verdicts
+    assert v.status == "holds" and v.how == "proved", v.reason
+    assert "either reading" in v.proof.claim, v.proof.claim
+
+
+def _tree(path: Path, rng):
+    """A random DecisionTreeClassifier on (s, a): its labels (predict) and probabilities of class 1 at every point."""
+    skops = pytest.importorskip("skops.io")
+    from sklearn.tree import DecisionTreeClassifier
+
+    X = np.array([[s, a] for s in (0, 1) for a in range(10)] * 3, float)
+    y = rng.integers(0, 2, size=len(X))
+    y[:2] = (0, 1)
+    est = DecisionTreeClassifier(max_depth=int(rng.integers(2, 5)), random_state=0).fit(X, y)
+    skops.dump(est, path)
+    return est.predict(X[:20]).astype(np.float64) - 0.5, est.predict_proba(X[:20])[:, 1]
+
+
+def _regression_tree(path: Path, rng):
+    """A random DecisionTreeRegressor on (s, a) and its values at every point (kinds/tree_outputs.py's post)."""
+    skops = pytest.importorskip("skops.io")
+    from sklearn.tree import DecisionTreeRegressor
+
+    X = np.array([[s, a] for s in (0, 1) for a in range(10)] * 3, float)
+    est = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, rng.integers(0, 8, size=len(X)) / 8.0)
+    skops.dump(est, path)
+    return est.predict(X[:20])
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_a_tree_model_s_readings_against_brute_force(tmp_path, seed):
+    """The same rule on tree models' enumeration (kinds/tree_pairs.py: label and prob of a classifier;
+    kinds/tree_outputs.py: a regressor's value, one seed in three)."""
+    from fairspec.pipeline import check
+
+    rng = np.random.default_rng([34, seed])
+    lab, prob = _tree(tmp_path / "m.skops", rng)
+    label = seed % 2 == 0 and seed % 3 != 2
+    text = str(rng.choice(["0.125", "0.25", "0.5"]))
+    eps = None if label else Fraction(text)
+    post = "label(m(x)) == label(m(x'))" if label else f"|prob(m(x)) - prob(m(x'))| <= {text}"
+    if seed % 3 == 2:
+        prob = _regression_tree(tmp_path / "m.skops", rng)
+        post = f"|value(m(x)) - value(m(x'))| <= {text}"
+    z = lab if label else prob
+    for _ in range(100):
+        conds = [_cond(rng) for _ in range(int(rng.integers(1, 3)))]
+        if seed % 4 == 1 or _truth(z, conds, None)[2]:
+            break
+    spec = SPEC.replace('onnx("m.onnx", score = logit)', 'sklearn("m.skops")')
+    (tmp_path / "p.fair").write_text(spec.replace("REQ", "\n  ".join(f"require {t}" for t, _ in conds))
+                                     .replace("POST", post))
+    if label:
+        per, both_bad, parted, pts = _truth(z, conds, None)
+    else:   # |p - p'| > eps, exactly
+        per, both_bad, parted, pts = _truth_prob(prob, conds, eps)
+    (v,) = check(tmp_path / "p.fair").verdicts
+    want = _expected(per, both_bad)
+    if want == "holds":
+        assert v.status == "holds" and v.how == "proved" and v.proof is not None, (per, v.status, v.reason)
+    elif want == "violated":
+        assert v.status == "violated", (per, v.status, v.reason)
+        w = (int(v.witness.features["s"]), int(v.witness.features["a"]))
+        wp = (int(v.witness.features_prime["s"]), int(v.witness.features_prime["a"]))
+        assert (pts.index(w), pts.index(wp)) in both_bad, (w, wp)
+    else:
+        assert v.status == "unknown" and "enumeration does not choose one reading" in v.reason, v.reason
+    return want, parted
+
+
+def _truth_prob(p, conds, eps: Fraction):
+    """_truth for |prob - prob'| <= eps: a pair breaks it when its exact difference exceeds eps."""
+    pts = [(s, a) for s in (0, 1) for a in range(10)]
+    admitted = [set(), set()]
+    for i, (s, a) in enumerate(pts):
+        for j, (s2, a2) in enumerate(pts):
+            if s != s2 and abs(a - a2) <= 1:
+                for r in (FLOAT, DECIMAL):
+                    if all(fn(Fraction(a), Fraction(a2), r) for _, fn in conds):
+                        admitted[r].add((i, j))
+    bad = {(i, j) for i, j in admitted[0] | admitted[1] if abs(Fraction(float(p[i])) - Fraction(float(p[j]))) > eps}
+    per = ["violated" if bad & admitted[r] else "holds" for r in (FLOAT, DECIMAL)]
+    return per, bad & admitted[0] & admitted[1], admitted[0] != admitted[1], pts
