@@ -238,10 +238,6 @@ def test_solvers_on_a_weighted_one_hot_pipeline_agree_with_its_own_predict(tmp_p
     assert seen == {"holds", "violated"}, seen
 
 
-@pytest.mark.xfail(strict=True, reason="session 32 finding, on main too: a witness is decoded from the encoded columns "
-                                       "(runtime.encoding.decode_row: the first category with the code), so a pair "
-                                       "differing only in two categories sharing a code prints as one not differing "
-                                       "there (why the fold above refuses shared codes)")
 def test_a_witness_of_a_hand_written_shared_code_table_differs_in_the_protected_feature(tmp_path):
     """``code {A = 0, B = 0, C = 1}`` (warning FS438): (A, n = 2) and (B, n = 1) are admissible (they differ in
     g) and flip; the witness printed is (A, 2) and (A, 1), which differ only in n: not admissible."""

@@ -350,8 +350,10 @@ def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float, 
         if w is None:
             return not_decided(f"the relaxation ({said}) is violated with no witness pair to check against the "
                                "pre-condition")
+        from fairspec.kinds.shared_codes import meeting_witness
+
         try:
-            got = complete_witness(prop, fs, enc, w)
+            got = meeting_witness(prop, fs, enc, w)    # complete_witness, categories sharing a code chosen too
         except Unsupported as e:
             return not_decided(f"the relaxation ({said}) is violated by a pair the pre-condition cannot be read on "
                                f"exactly ({e})", w)
