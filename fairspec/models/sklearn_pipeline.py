@@ -9,7 +9,8 @@ sees the estimator on the encoded columns, exactly as with a hand-written block.
 
 Folded: ``OneHotEncoder`` (no infrequent categories; with ``drop``, the dropped category is the
 block of all zeros: fairspec lays out the whole block and widens the estimator, ``sklearn_widen``), ``OrdinalEncoder`` (infrequent
-categories only when no two categories share a code: the codes then read off its own transform, ``FoldedColumn.codes``),
+categories grouped, or a category imputed before it: the codes read off its own transform, ``FoldedColumn.codes``,
+categories sharing one a witness prints as kinds/shared_codes chooses),
 ``StandardScaler``, ``MinMaxScaler`` (any ``feature_range``; ``clip=True`` only against a domain the
 clip never acts on, :func:`settle`), ``"passthrough"`` and
 ``"drop"``, ``SimpleImputer`` without indicator columns whose ``missing_values`` is NaN, None or pd.NA (the identity on every domain point: no
@@ -280,18 +281,9 @@ def _code_columns(name: str, step, enc, cols: list[str], offset: int, extra: lis
         return f"{kind} '{name}' (its transform of its own categories failed: {type(exc).__name__})"
     if got.shape != (n, len(cols)) or not np.all(np.isfinite(got)):
         return f"{kind} '{name}' (its codes of its own categories are not one number per category)"
-    for i, vals in enumerate(per):
-        codes = got[:len(vals), i]
-        for j in range(len(vals)):
-            same = [_label(vals[k]) for k in range(len(vals)) if codes[k] == codes[j]]
-            if len(same) > 1:
-                # a code table may share a code (the IR holds it), but a witness is read back from the encoded
-                # columns (runtime.encoding.decode_row: the first category with the code), so a pair differing
-                # only there would print as one not differing at all: refused until witnesses keep categories
-                how = "it groups infrequent categories" if not extra else \
-                    f"an imputer before it replaces {extra[0]!r} by another category"
-                return (f"{kind} '{name}' ({how}: {', '.join(same)} share the code {codes[j]:g}, and a witness read "
-                        f"back from the encoded columns cannot tell them apart)")
+    # categories sharing a code (grouped as infrequent, an imputed category) are one model input: the code
+    # table holds that, and a witness prints the categories of a shared code that make it the property's
+    # pair (kinds/shared_codes)
     return [FoldedColumn(c, "code", offset + i, 1, name, categories=tuple(_label(v) for v in vals),
                          values=tuple(vals), codes=tuple(float(x) for x in got[:len(vals), i]))
             for i, (c, vals) in enumerate(zip(cols, per))]

@@ -5,8 +5,8 @@ then, in a Pipeline(ColumnTransformer(...), final) fit on the domain's frame and
 ``fairspec.check(spec, models={"m": pipe}, data={"d": frame})`` (the api family's judge):
 
 - ``infrequent``: an OrdinalEncoder that groups infrequent categories (``max_categories`` /
-  ``min_frequency``, fit on rows whose category counts differ): folded when one category alone is
-  infrequent (its codes read off its transform), else evaluated whole (FS423: a shared code);
+  ``min_frequency``, fit on rows whose category counts differ): folded (its codes read off its transform;
+  several grouped share a code, folded since session 33);
 - ``weights``: ColumnTransformer ``transformer_weights`` (folded on passthrough numbers, code tables and
   scalers times a power of 2; evaluated whole on a one-hot block or a scaler times 3, FS423);
 - ``imputer``: a SimpleImputer whose ``missing_values`` is a domain value (an int, or a category
@@ -195,7 +195,7 @@ def _booster_final(rng, kind: str, Xt: np.ndarray, info: dict, side=None):
 
 def _whole(pipe) -> bool:
     """Whether fairspec evaluates the fitted pipeline whole (FS423): an imputer of a value of a number or one
-    mapping a category onto another, an encoder grouping several categories as infrequent (a shared code), a
+    mapping a category onto another before a OneHotEncoder, a OneHotEncoder grouping infrequent categories, a
     transformer weight on a one-hot block or, other than a power of 2, on a scaler (session 32 folds the other
     weights, and an encoder whose one infrequent category gets a code of its own). The folded encoding's columns
     are checked against the pipeline's own transform (tests/test_pipeline_fold_maps.py); here the decision only
