@@ -132,8 +132,6 @@ def test_the_one_infrequent_category_is_coded_last_and_one_just_meeting_min_freq
     (lambda: ColumnTransformer([("o", OrdinalEncoder(), ["g"]),
                                 ("n", SimpleImputer(missing_values=0, strategy="mean"), ["n", "k"])]),
      "SimpleImputer 'n' (missing_values=0 replaces a value, not a missing cell)"),
-    (lambda: ColumnTransformer([("o", OneHotEncoder(max_categories=3), ["g"]), ("n", "passthrough", ["n", "k"])]),
-     "OneHotEncoder 'o' (it groups infrequent categories)"),
     (lambda: ColumnTransformer([("o", Pipeline([("i", SimpleImputer(missing_values="b", strategy="most_frequent")),
                                                 ("e", OneHotEncoder())]), ["g"]), ("n", "passthrough", ["n", "k"])]),
      "SimpleImputer 'o/i' (missing_values='b' replaces a value, not a missing cell)"),
@@ -290,3 +288,117 @@ def test_a_grouping_ordinal_encoder_folds_and_its_witness_is_a_pair_of_the_prope
     x, y2 = v.witness.features, v.witness.features_prime
     assert x["g"] != y2["g"] and abs(x["n"] - y2["n"]) <= 1 and x["k"] == y2["k"] and ok(x["g"], y2["g"]), (x, y2)
     assert lab[(x["g"], x["n"], x["k"])] != lab[(y2["g"], y2["n"], y2["k"])], (x, y2)
+
+
+GROUPED = {
+    "min_frequency alone (b infrequent, its own column)": dict(min_frequency=29),
+    "max_categories 3 (three grouped)": dict(max_categories=3),
+    "max_categories 3, drop first": dict(max_categories=3, drop="first"),
+    "min_frequency, drop first": dict(min_frequency=29, drop="first"),
+    "max_categories 2, sparse": dict(max_categories=2, sparse_output=True),
+}
+
+
+def _grouped_pipe(kw, final="logistic", weight=None, y=None):
+    from sklearn.neural_network import MLPClassifier
+
+    fr = _fit_frame()
+    y = (np.arange(len(fr)) * 7 % 5 < 2).astype(int) if y is None else y(fr)
+    est = {"logistic": lambda: LogisticRegression(),
+           "mlp": lambda: MLPClassifier((5,), max_iter=50, random_state=0)}[final]() if isinstance(final, str) else final
+    ct = ColumnTransformer([("o", OneHotEncoder(categories=[list(CATS)], **kw), ["g"]),
+                            ("n", "passthrough", ["n", "k"])], transformer_weights=weight)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Pipeline([("pre", ct), ("clf", est)]).fit(fr, y)
+
+
+@pytest.mark.parametrize("weight", [None, {"o": 0.5}])
+@pytest.mark.parametrize("final", ["logistic", "mlp"])
+@pytest.mark.parametrize("name", sorted(GROUPED))
+def test_a_one_hot_encoder_grouping_infrequent_categories_folds_bit_for_bit(tmp_path, name, final, weight):
+    """One column per category in fairspec's encoding; the pipeline's estimator reads each grouped column as the
+    sum of its categories' columns (0s and one 1: exact): that input is the pipeline's own transform bit for bit on
+    every domain point, and so are the scores; the widened estimator the solvers read (its weights on a group
+    copied to each member) has, on every domain point, exactly the pipeline's estimator's sum of products."""
+    from fractions import Fraction
+
+    from fairspec.models.sklearn_model import SklearnModel
+    from fairspec.runtime.encoding import encode
+    from fairspec.sema.check import check_file
+
+    pipe = _grouped_pipe(GROUPED[name], final, weight)
+    folded = fold(pipe)
+    assert folded.unfoldable == ()
+    enc = _encoding(tmp_path, pipe)
+    dom = _domain()
+    X = encode(enc, {"g": np.array([CATS.index(v) for v in dom.g]), "n": dom.n.to_numpy(), "k": dom.k.to_numpy()},
+               len(dom))
+    (g,) = [c for c in enc.columns if c.feature == "g"]
+    assert g.kind == "onehot" and g.width == len(CATS)
+    m = SklearnModel(tmp_path / "m.skops")
+    m.bind_encoding(enc, check_file(tmp_path / "s.fair").spec.feature_set(enc.features))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est, Xr = m._runtime(X)
+        theirs = pipe[:-1].transform(dom)
+        theirs = np.asarray(theirs.toarray() if hasattr(theirs, "toarray") else theirs, dtype=np.float64)
+        assert np.array_equal(Xr.view(np.int64), theirs.view(np.int64))          # bit for bit, -0 apart
+        assert np.array_equal(m.score(X), pipe.predict_proba(dom)[:, 1])
+    def first(est):         # the first layer's weights, one row per output
+        return np.atleast_2d(est.coef_) if final == "logistic" else np.asarray(est.coefs_[0]).T
+
+    # (weighted: the widened weights are times w on 0 / 1, the pipeline's on 0 / w: the same products)
+    W, V = first(folded.final), first(pipe[-1])
+    for i in range(len(dom)):                   # exact rationals: the widened sums are the pipeline's own
+        for r in range(W.shape[0]):
+            a = sum(Fraction(float(w)) * Fraction(float(x)) for w, x in zip(W[r], X[i]))
+            b = sum(Fraction(float(w)) * Fraction(float(x)) for w, x in zip(V[r], theirs[i]))
+            assert a == b, (name, i, r)
+
+
+def test_a_tree_splitting_on_a_group_of_infrequent_categories_stays_whole_and_one_that_does_not_folds():
+    from sklearn.tree import DecisionTreeClassifier
+
+    split = _grouped_pipe(dict(max_categories=3), DecisionTreeClassifier(random_state=0),
+                          y=lambda fr: fr.g.isin(["b", "c", "e"]).to_numpy().astype(int))
+    assert fold(split).unfoldable == (
+        "OneHotEncoder 'o' (it groups infrequent categories, c, e, b, into one column: fairspec reads that column as "
+        "the sum of their one-hot columns, into a linear model or an MLP (their weights on it copied to each), or a "
+        "tree none of whose splits reads it, and a split of DecisionTreeClassifier reads it)",)
+    other = _grouped_pipe(dict(max_categories=3), DecisionTreeClassifier(random_state=0),
+                          y=lambda fr: (fr.n.to_numpy() >= 1).astype(int))
+    assert fold(other).unfoldable == () and fold(other).merged is not None
+
+
+@pytest.mark.parametrize("backend", ["enumeration", "milp", "smt"])
+def test_a_grouped_one_hot_pipeline_is_decided_as_its_own_predict_with_a_replaying_witness(tmp_path, monkeypatch,
+                                                                                          backend):
+    """The verdict is the brute force's over every pair of the domain on the pipeline's own predict (solvers: holds
+    proved, or violated); a witness differs in g and flips on the pipeline as printed."""
+    import fairspec
+
+    if backend != "enumeration":
+        monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    seen = set()
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        pipe = _grouped_pipe(dict(max_categories=3), LogisticRegression(C=10.0 if seed < 2 else 0.01),
+                             y=lambda fr: rng.integers(0, 2, len(fr)) if seed % 2 else (fr.n.to_numpy() >= 1).astype(int))
+        _encoding(tmp_path, pipe)
+        if backend != "enumeration":
+            text = (tmp_path / "s.fair").read_text().replace("property same {", "property same {\n  using " + backend)
+            (tmp_path / "s.fair").write_text(text)
+        v = fairspec.check(tmp_path / "s.fair")["same"]
+        dom = _domain()
+        lab = pipe.predict(dom).reshape(len(CATS), -1)
+        truth = not all(np.array_equal(lab[0], r) for r in lab)
+        assert v.status == ("violated" if truth else "holds"), (seed, v.status, v.reason)
+        if v.status == "holds":
+            assert v.how == "proved", v.reason
+        else:
+            one = lambda f: pd.DataFrame([{k: f[k] for k in ("g", "n", "k")}])  # noqa: E731
+            assert v.witness.features["g"] != v.witness.features_prime["g"]
+            assert pipe.predict(one(v.witness.features))[0] != pipe.predict(one(v.witness.features_prime))[0]
+        seen.add(v.status)
+    assert seen == {"holds", "violated"}, seen

@@ -7,8 +7,9 @@ encoding they compute, column by column, in the same terms as a hand-written ``e
 (``raw``, ``code``, ``onehot``, ``minmax``, ``standard``), with the final estimator: every backend then
 sees the estimator on the encoded columns, exactly as with a hand-written block.
 
-Folded: ``OneHotEncoder`` (no infrequent categories; with ``drop``, the dropped category is the
-block of all zeros: fairspec lays out the whole block and widens the estimator, ``sklearn_widen``), ``OrdinalEncoder`` (infrequent
+Folded: ``OneHotEncoder`` (with ``drop``, the dropped category is the block of all zeros: fairspec lays out the
+whole block and widens the estimator, ``sklearn_widen``; grouping infrequent categories, one column per category
+laid out and the estimator's column of a group read as the sum of its categories' columns, :func:`_grouped_onehot`), ``OrdinalEncoder`` (infrequent
 categories grouped, or a category imputed before it: the codes read off its own transform, ``FoldedColumn.codes``,
 categories sharing one a witness prints as kinds/shared_codes chooses),
 ``StandardScaler``, ``MinMaxScaler`` (any ``feature_range``; ``clip=True`` only against a domain the
@@ -58,6 +59,10 @@ class FoldedColumn:
     lenient: bool = False             # onehot: handle_unknown='ignore' (another category is all zeros), for messages
     weight: float | None = None       # onehot: transformer_weights' power-of-2 weight, its columns 0 / weight in
     #                                   the estimator's input (fairspec encodes 0 / 1, see Folded.scale)
+    groups: tuple | None = None       # onehot grouping infrequent categories: per output column of the encoder,
+    #                                   the categories (indices) its own transform writes a 1 there for (a
+    #                                   category in none is written all zeros); fairspec lays out one column per
+    #                                   category and the estimator reads the sums (Folded.merged)
     codes: tuple[float, ...] = ()     # code: the code of categories[i] as the pipeline computes it (its own
     #                                   transform: shared by categories an encoder groups or an imputer maps
     #                                   onto another, scaled by a transformer weight); () = its index i
@@ -78,6 +83,9 @@ class Folded:
     # a weighted one-hot block: the runtime estimator reads ``X[:, keep] * scale`` (its columns 0 / w, as the
     # ColumnTransformer hands them over), ``final`` the widened estimator with its weights times w on 0 / 1
     scale: tuple[float, ...] | None = None
+    # a OneHotEncoder grouping infrequent categories: the runtime estimator's column j is the sum of fairspec's
+    # columns ``merged[j]`` (``keep[j]`` its first), exactly the encoder's 0 / 1 (one 1 per block at most)
+    merged: tuple[tuple[int, ...], ...] | None = None
     # MinMaxScaler(clip=True): evaluated whole (``unfoldable`` names the clip) until the spec's domain
     # is known; ``clipped`` is the pipeline folded, which :func:`settle` takes when the clip never acts
     clipped: Any = None
@@ -192,7 +200,7 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
         return [FoldedColumn(c, "raw", offset + i, 1, name) for i, c in enumerate(cols)]
     if kind == "OneHotEncoder":
         if any(x is not None for x in (getattr(trans, "infrequent_categories_", None) or [])):
-            return f"{what} (it groups infrequent categories)"
+            return _grouped_onehot(name, trans, cols, offset, width)
         drops = getattr(trans, "drop_idx_", None)
         drops = [None] * len(cols) if drops is None else list(drops)
         out, at = [], offset
@@ -287,6 +295,51 @@ def _code_columns(name: str, step, enc, cols: list[str], offset: int, extra: lis
     return [FoldedColumn(c, "code", offset + i, 1, name, categories=tuple(_label(v) for v in vals),
                          values=tuple(vals), codes=tuple(float(x) for x in got[:len(vals), i]))
             for i, (c, vals) in enumerate(zip(cols, per))]
+
+
+def _grouped_onehot(name: str, trans, cols: list[str], offset: int, width: int) -> list[FoldedColumn] | str:
+    """A OneHotEncoder grouping infrequent categories (``min_frequency`` / ``max_categories``, with or without
+    ``drop``): each category's output row read off its own transform. Folded when every row is 0 / 1 with at
+    most one 1 (``FoldedColumn.groups``: the categories writing a 1 in each output column); fairspec then lays
+    out one column per category, exactly one of them 1, and the pipeline's estimator reads column j as the sum
+    of the columns of ``groups[j]``: a sum of 0s and at most one 1, exact in any order, so its input is the
+    encoder's own bit for bit."""
+    import numpy as np
+    import pandas as pd
+
+    what = f"OneHotEncoder '{name}'"
+    sizes = getattr(trans, "_n_features_outs", None)
+    if sizes is None or len(sizes) != len(cols) or sum(int(k) for k in sizes) != width:
+        return f"{what} (it groups infrequent categories, and its output columns per input are not recorded)"
+    per = [list(c) for c in trans.categories_]
+    n = max(len(v) for v in per)
+    frame = pd.DataFrame({c: np.asarray(v + [v[0]] * (n - len(v)), dtype=cats.dtype)
+                          for c, v, cats in zip(cols, per, trans.categories_)})
+    try:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = trans.transform(frame)
+        got = np.asarray(got.toarray() if hasattr(got, "toarray") else got, dtype=np.float64)
+    except Exception as exc:  # noqa: BLE001 - its own transform refused its categories: not folded
+        return f"{what} (it groups infrequent categories, and its transform of its own categories failed: " \
+               f"{type(exc).__name__})"
+    out, at = [], 0
+    for c, cats, k in zip(cols, trans.categories_, sizes):
+        k = int(k)
+        block = got[:len(cats), at:at + k]
+        if not (np.all((block == 0) | (block == 1)) and np.all(block.sum(axis=1) <= 1)):
+            return f"{what} (it groups infrequent categories, and its output for a category of '{c}' is not 0 / 1 " \
+                   f"with one 1 at most)"
+        groups = tuple(tuple(int(i) for i in np.flatnonzero(block[:, j] == 1)) for j in range(k))
+        if any(not g for g in groups):
+            return f"{what} (it groups infrequent categories, and an output column of '{c}' is 1 for no category)"
+        out.append(FoldedColumn(c, "onehot", offset + at, k, name, categories=tuple(_label(v) for v in cats),
+                                values=tuple(cats), lenient=getattr(trans, "handle_unknown", "error") != "error",
+                                groups=groups))
+        at += k
+    return out
 
 
 def _power_of_two(w: float) -> bool:
@@ -424,7 +477,7 @@ def _fold(pipe) -> Folded:
                     or any(a.offset + a.width != b.offset for a, b in zip(columns, columns[1:]))
                     or (columns and columns[0].offset != 0)):
         bad.append(f"'{name}' (its folded columns do not cover the estimator's {width} inputs)")
-    if bad or not any(c.drop is not None or c.weight is not None for c in columns):
+    if bad or not any(c.drop is not None or c.weight is not None or c.groups is not None for c in columns):
         out = Folded(tuple(columns), total, final, inputs, tuple(bad), tuple(dropped))
     else:
         out = _full_blocks(columns, final, inputs, dropped)
@@ -494,25 +547,48 @@ def _full_blocks(columns, final, inputs, dropped) -> Folded:
 
     from .sklearn_widen import widen
 
-    laid, keep, scale, at = [], [], [], 0
+    laid, members, scale, at = [], [], [], 0
     for c in columns:
-        full = c.width + (c.drop is not None)
+        if c.groups is not None:        # one column per category; the estimator's column j the sum of groups[j]
+            full = len(c.categories)
+            members.extend(tuple(at + i for i in g) for g in c.groups)
+        else:
+            full = c.width + (c.drop is not None)
+            members.extend((at + i,) for i in range(full) if i != c.drop)
         laid.append(replace(c, offset=at, width=full))
-        keep.extend(at + i for i in range(full) if i != c.drop)
         scale.extend([c.weight if c.weight is not None else 1.0] * c.width)
         at += full
+    keep = [m[0] for m in members]
+    merged = tuple(members) if any(len(m) > 1 for m in members) else None
     weighted = any(v != 1.0 for v in scale)
-    wide = widen(final, keep, at, scale if weighted else None)
+    wide = widen(final, keep, at, scale if weighted else None, merged)
     if wide is None:
+        fname = type(final).__name__
+        if merged is not None:
+            c = next(c for c in columns if c.groups is not None and any(len(g) > 1 for g in c.groups))
+            grouped = "; ".join(", ".join(c.categories[i] for i in g) for g in c.groups if len(g) > 1)
+            tail = f"and a split of {fname} reads it" if _is_tree(final) else f"and {fname} is not one"
+            return Folded(tuple(columns), sum(c.width for c in columns), final, inputs,
+                          (f"OneHotEncoder '{c.transformer}' (it groups infrequent categories, {grouped}, into one "
+                           f"column: fairspec reads that column as the sum of their one-hot columns, into a linear "
+                           f"model or an MLP (their weights on it copied to each), or a tree none of whose splits "
+                           f"reads it{' (weights times a power of 2 exactly)' if weighted else ''}, {tail})",),
+                          tuple(dropped))
         c = next(c for c in columns if c.drop is not None or c.weight is not None)
         why = ("drop=...: its dropped category's column is read back" if c.drop is not None else
                f"transformer_weights {c.weight!r}: its 0 / w columns are read as 0 / 1")
         return Folded(tuple(columns), sum(c.width for c in columns), final, inputs,
                       (f"OneHotEncoder '{c.transformer}' ({why} only into the final estimators fairspec can widen"
-                       f"{' exactly' if weighted else ''}, and {type(final).__name__} is not one)",),
+                       f"{' exactly' if weighted else ''}, and {fname} is not one)",),
                       tuple(dropped))
     return Folded(tuple(laid), at, wide, inputs, (), tuple(dropped), keep=tuple(keep), runtime=final,
-                  scale=tuple(scale) if weighted else None)
+                  scale=tuple(scale) if weighted else None, merged=merged)
+
+
+def _is_tree(est) -> bool:
+    from .sklearn_widen import BOOSTED, FORESTS, HIST, TREES
+
+    return type(est).__name__ in TREES + FORESTS + BOOSTED + HIST
 
 
 def unfold(folded: Folded, X, integral=frozenset()):
