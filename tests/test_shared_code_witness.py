@@ -15,7 +15,7 @@ from itertools import product
 import numpy as np
 import pytest
 
-from fairspec.kinds.shared_codes import meeting_witness
+from fairspec.kinds.pre_relax import meeting_witness
 from fairspec.runtime.encoding import decode_row
 from fairspec.verdict import Witness
 

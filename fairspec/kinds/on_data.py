@@ -26,7 +26,8 @@ def run(prop, ctx, progress=None):
                              f"outputs) is not yet decided by the data backend", backend="data", seconds=0.0)
     v = run_flips(prop, ctx, progress, timeout=setting(prop, "timeout", "data"))
     if v.status == "violated" and v.witness is not None:
-        from fairspec.kinds.shared_codes import shared_columns, with_categories
+        from fairspec.kinds.pre_relax import with_categories
+        from fairspec.kinds.shared_codes import shared_columns
 
         if shared_columns(ctx.encoding(prop.model)):       # categories sharing a code: the pair as the property's
             v = with_categories(prop, ctx, v)

@@ -10,10 +10,11 @@ Here each such feature's two printed categories are chosen among the categories 
 input there (every choice is the same model input, so the pair replays as before), so that the printed pair
 is admissible -- a feature the pair ties the same category on both sides, at least one feature after
 ``except`` differing -- and meets the whole further pre-condition read exactly
-(kinds/pre_relax.complete_witness: both readings of each constant, a feature only the pre-condition reads given a
-value, the pair in the order that meets it). The categories printed are tried first: a witness that already
-meets everything (one an enumeration decoded honestly, runtime.encoding.decode_row's ``known``) is unchanged.
-No choice that meets it: None (the caller says ``unknown``, never a pair that is not the property's)."""
+(kinds/pre_relax.meeting_witness reads each choice :func:`choices` gives with complete_witness: both readings of
+each constant, a feature only the pre-condition reads given a value, the pair in the order that meets it). The
+categories printed are tried first: a witness that already meets everything (one an enumeration decoded
+honestly, runtime.encoding.decode_row's ``known``) is unchanged. No choice that meets it: None (the caller,
+pre_relax.with_categories, says ``unknown``, never a pair that is not the property's)."""
 
 from __future__ import annotations
 
@@ -39,29 +40,31 @@ def alike(c, printed, u: float) -> list:
     return sorted(same, key=lambda cat: cat != printed) or [printed]
 
 
-def meeting_witness(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding, w):
-    """``w`` with the categories of its shared codes chosen so that the printed pair is admissible and meets the
-    whole pre-condition (the module's rules), or None where no choice does. Without shared codes: ``w`` checked
-    against the further pre-condition as kinds/pre_relax.complete_witness checks it. Raises Unsupported where
-    the pre-condition cannot be read exactly on it."""
-    from fairspec.kinds.pre_relax import complete_witness
-
+def choices(prop: ir.IndividualFairness, enc: ir.Encoding, w):
+    """The witnesses ``w`` prints as with the categories of its shared codes chosen among those whose code is the
+    model's input (the printed ones first): a feature the pair ties the same category on both sides, and at least
+    one feature after ``except`` differing where the witness names them all. None: ``w`` has no shared code.
+    Raises Unsupported past :data:`MAX_CHOICES`."""
     cols = [c for c in shared_columns(enc) if c.feature in w.features and c.feature in w.features_prime]
     if not cols:
-        return complete_witness(prop, fs, enc, w) if prop.pre else w
+        return None
+    return _choices(prop, w, cols)
+
+
+def _choices(prop, w, cols):
     tol = dict(prop.relaxed)
-    choices = []
+    per = []
     for c in cols:
         ax = alike(c, w.features[c.feature], w.x[c.offset])
         ay = alike(c, w.features_prime[c.feature], w.x_prime[c.offset])
         if c.feature in prop.free or c.feature in tol:
-            choices.append([(a, b) for a in ax for b in ay])
+            per.append([(a, b) for a in ax for b in ay])
         else:       # tied: one category on both sides (the same code; a pair with two codes is printed as it is)
             both = [a for a in ax if a in ay]
-            choices.append([(a, a) for a in both] or [(ax[0], ay[0])])
+            per.append([(a, a) for a in both] or [(ax[0], ay[0])])
     free = list(prop.free)
     every = all(n in w.features and n in w.features_prime for n in free)
-    for k, combo in enumerate(itertools.product(*choices)):
+    for k, combo in enumerate(itertools.product(*per)):
         if k >= MAX_CHOICES:
             raise Unsupported(f"the shared codes of {', '.join(c.feature for c in cols)} give more than "
                               f"{MAX_CHOICES:,} category choices to print the pair with")
@@ -70,32 +73,4 @@ def meeting_witness(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Enco
             fx[c.feature], fy[c.feature] = a, b
         if every and free and not any(fx[n] != fy[n] for n in free):
             continue        # a pair tied on every feature after `except` is not the property's
-        got = replace(w, features=fx, features_prime=fy)
-        if not prop.pre:
-            return got
-        got = complete_witness(prop, fs, enc, got)
-        if got is not None:
-            return got
-    return None
-
-
-def with_categories(prop: ir.IndividualFairness, ctx, v):
-    """A violated verdict whose witness prints categories of shared codes that make it the property's pair
-    (:func:`meeting_witness`), or ``unknown`` saying what was found where none does."""
-    from fairspec.kinds.pre_relax import _pair_text
-    from fairspec.verdict import unknown
-
-    fs = ctx.spec.feature_set(prop.features)
-    w = v.witness
-    try:
-        got = meeting_witness(prop, fs, ctx.encoding(prop.model), w)
-    except Unsupported as e:
-        got, why = None, str(e)
-    else:
-        why = ("no categories of the codes the model read make the pair one the property compares (its "
-               "pre-condition, and a feature after `except` differing)")
-    if got is None:
-        return unknown(prop, f"a counterexample pair was found ({_pair_text(w)}), but {why}: not reported",
-                       backend=v.backend, seconds=v.seconds, details=v.details)
-    return replace(v, witness=got)
-
+        yield replace(w, features=fx, features_prime=fy)
