@@ -402,3 +402,67 @@ def test_a_grouped_one_hot_pipeline_is_decided_as_its_own_predict_with_a_replayi
             assert pipe.predict(one(v.witness.features))[0] != pipe.predict(one(v.witness.features_prime))[0]
         seen.add(v.status)
     assert seen == {"holds", "violated"}, seen
+
+
+IMPUTERS = {
+    "-5, below both domains": lambda: ColumnTransformer(
+        [("o", OrdinalEncoder(), ["g"]), ("n", SimpleImputer(missing_values=-5, strategy="mean"), ["n", "k"])]),
+    "0.5, no whole number": lambda: ColumnTransformer(
+        [("o", OrdinalEncoder(), ["g"]), ("n", SimpleImputer(missing_values=0.5, strategy="median"), ["n", "k"])]),
+    "99 before a scaler, weighted": lambda: ColumnTransformer(
+        [("o", OrdinalEncoder(), ["g"]),
+         ("n", Pipeline([("i", SimpleImputer(missing_values=99, strategy="mean")), ("s", StandardScaler())]), ["n"]),
+         ("k", "passthrough", ["k"])], transformer_weights={"n": 0.5}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(IMPUTERS))
+def test_an_imputer_of_a_number_no_domain_point_holds_folds_as_the_identity_bit_for_bit(tmp_path, name):
+    """SimpleImputer(missing_values=v) with v no value of the declared domain: the identity on every domain point
+    (settle, once the spec's domain is known), so the encoding is the pipeline's own transform bit for bit and the
+    scores its own predict_proba."""
+    from fairspec.models.sklearn_model import SklearnModel
+    from fairspec.models.sklearn_pipeline import settle
+    from fairspec.runtime.encoding import encode
+    from fairspec.sema.check import check_file
+
+    pipe = _pipe(IMPUTERS[name]())
+    assert fold(pipe).unfoldable and fold(pipe).unfoldable[0].startswith("SimpleImputer")   # until the domain is known
+    enc = _encoding(tmp_path, pipe)
+    spec = check_file(tmp_path / "s.fair").spec
+    assert settle(fold(pipe), spec.feature_set(enc.features)).unfoldable == ()
+    dom = _domain()
+    X = encode(enc, {"g": np.array([CATS.index(v) for v in dom.g]), "n": dom.n.to_numpy(), "k": dom.k.to_numpy()},
+               len(dom))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = np.asarray(pipe[:-1].transform(dom), dtype=np.float64)
+        assert np.array_equal(X.view(np.int64), theirs.view(np.int64))
+        m = SklearnModel(tmp_path / "m.skops")
+        m.bind_encoding(enc, spec.feature_set(enc.features))
+        assert not m.unfolded
+        # the pipeline's estimator on its own transform, row-major as the runtime hands every folded pipeline's
+        # input over (the ColumnTransformer's own hstack may be column-major: BLAS then sums otherwise, for a
+        # passthrough as here; session 33's report)
+        assert np.array_equal(m.score(X), pipe[-1].predict_proba(np.ascontiguousarray(theirs))[:, 1])
+
+
+@pytest.mark.parametrize(("mv", "column"), [(0, "n"), (4, "n"), (-2, "n")])
+def test_an_imputer_of_a_number_the_domain_holds_stays_whole_naming_the_value_the_domain_and_the_statistic(
+        tmp_path, mv, column):
+    from fairspec.models.sklearn_model import import_skops_io
+    from fairspec.sema.check import check_file
+
+    pipe = _pipe(ColumnTransformer([("o", OrdinalEncoder(), ["g"]),
+                                    ("i", SimpleImputer(missing_values=mv, strategy="mean"), ["n", "k"])]))
+    import_skops_io().dump(pipe, str(tmp_path / "m.skops"))
+    (tmp_path / "s.fair").write_text(
+        "features F {\n  g : {" + ", ".join(CATS) + "}  protected\n  n : int in [-2, 4]\n  k : int in [0, 3]\n}\n"
+        'model m = sklearn("m.skops")\n')
+    res = check_file(tmp_path / "s.fair")
+    (d,) = [d for d in res.diagnostics if d.code == "FS423"]
+    stat = pipe[0].named_transformers_["i"].statistics_[["n", "k"].index(column)]
+    lo, hi = (-2, 4) if column == "n" else (0, 3)
+    from fairspec.syntax.literals import number
+    assert (f"SimpleImputer 'i' (missing_values={mv} replaces a value the domain of '{column}', [{lo}, {hi}], may hold "
+            f"by {number(stat)}: a map of one point, which no encoding expresses)") in d.message, d.message

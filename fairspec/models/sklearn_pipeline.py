@@ -15,7 +15,8 @@ categories sharing one a witness prints as kinds/shared_codes chooses),
 ``StandardScaler``, ``MinMaxScaler`` (any ``feature_range``; ``clip=True`` only against a domain the
 clip never acts on, :func:`settle`), ``"passthrough"`` and
 ``"drop"``, ``SimpleImputer`` without indicator columns whose ``missing_values`` is NaN, None or pd.NA (the identity on every domain point: no
-declared value is missing) alone or as the first steps of a nested pipeline before one of those, inside a ``ColumnTransformer`` that is the pipeline's first step (``transformer_weights`` where one encoding
+declared value is missing; one whose ``missing_values`` is a number, once :func:`settle` finds the declared
+domain holds no such value) alone or as the first steps of a nested pipeline before one of those, inside a ``ColumnTransformer`` that is the pipeline's first step (``transformer_weights`` where one encoding
 computes the weighted output exactly, :func:`_weighted`) (a pipeline without one
 is evaluated whole, on the columns an encode block writes, as before), and whose output is dense when the
 final estimator is XGBoost's (a sparse one's absent entries are missing values to XGBoost, the dense encoding's 0
@@ -63,6 +64,8 @@ class FoldedColumn:
     #                                   the categories (indices) its own transform writes a 1 there for (a
     #                                   category in none is written all zeros); fairspec lays out one column per
     #                                   category and the estimator reads the sums (Folded.merged)
+    imputes: tuple = ()               # SimpleImputers before it replacing a number: (step, value, statistic) each,
+    #                                   the identity on a domain holding none of the values (settle)
     codes: tuple[float, ...] = ()     # code: the code of categories[i] as the pipeline computes it (its own
     #                                   transform: shared by categories an encoder groups or an imputer maps
     #                                   onto another, scaled by a transformer weight); () = its index i
@@ -159,6 +162,16 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
         if getattr(trans, "add_indicator", False) or getattr(trans, "indicator_", None) is not None:
             return f"{what} (add_indicator=True adds columns)"
         mv = getattr(trans, "missing_values", float("nan"))
+        number = isinstance(mv, (int, float, np.integer, np.floating)) and not isinstance(mv, (bool, np.bool_)) \
+            and mv == mv and abs(float(mv)) != float("inf")
+        if number:
+            # a number the imputer replaces: the identity on a domain that holds no such value, a map of one point
+            # (no encoding expresses it) on one that does; evaluated whole until settle sees the domain
+            stats = getattr(trans, "statistics_", None)
+            if stats is None or len(stats) != len(cols) or width != len(cols):
+                return f"{what} (missing_values={mv!r} replaces a value, not a missing cell)"
+            return [FoldedColumn(c, "raw", offset + i, 1, name, imputes=((name, float(mv), stats[i]),))
+                    for i, c in enumerate(cols)]
         if not (mv is None or type(mv).__name__ == "NAType" or (isinstance(mv, float) and mv != mv)):
             # missing_values=0 (or "?", -1): a value a domain point may hold, which the imputer replaces;
             # before an OrdinalEncoder (a nested pipeline) a category's code table says it (_codes), on a
@@ -184,14 +197,22 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
             # (the codes read off the nested pipeline's own transform)
             extra = [s.missing_values for _, s in valued]
             return _code_columns(name, trans, rest[0][1], cols, offset, extra)
+        imputed: dict = {}
         for n, s in imputers:
             got = _fold_one(f"{name}/{n}", s, cols, offset, len(cols))
             if isinstance(got, str):
                 return got
+            for c in got:
+                imputed[c.column] = imputed.get(c.column, ()) + c.imputes
         if not rest:
-            return [FoldedColumn(c, "raw", offset + i, 1, name) for i, c in enumerate(cols)] \
+            out = [FoldedColumn(c, "raw", offset + i, 1, name) for i, c in enumerate(cols)] \
                 if width == len(cols) else f"{what} (its width {width} is not one column per input)"
-        return _fold_one(f"{name}/{rest[0][0]}", rest[0][1], cols, offset, width)
+        else:
+            out = _fold_one(f"{name}/{rest[0][0]}", rest[0][1], cols, offset, width)
+        if isinstance(out, str) or not imputed:
+            return out
+        from dataclasses import replace
+        return [replace(c, imputes=imputed.get(c.column, ())) for c in out]
     if kind == "FunctionTransformer" and getattr(trans, "func", None) is None:
         trans = "passthrough"                      # how a fitted ColumnTransformer keeps "passthrough"
     if isinstance(trans, str) and trans == "passthrough":
@@ -482,7 +503,9 @@ def _fold(pipe) -> Folded:
     else:
         out = _full_blocks(columns, final, inputs, dropped)
     clipping = tuple(f"MinMaxScaler '{t}' (clip=True)"
-                     for t in dict.fromkeys(c.transformer for c in columns if c.clip is not None))
+                     for t in dict.fromkeys(c.transformer for c in columns if c.clip is not None)) + tuple(
+        f"SimpleImputer '{step}' (missing_values={_spec_number(v)} replaces a value, not a missing cell)"
+        for step, v in dict.fromkeys((i[0], i[1]) for c in columns for i in c.imputes))
     if not clipping:
         return out
     if out.unfoldable:                  # evaluated whole whatever the domain
@@ -508,7 +531,11 @@ def _domain(fs, column: str):
 
 
 def settle(folded: Folded, fs) -> Folded:
-    """A pipeline with ``MinMaxScaler(clip=True)`` against the domains of feature set ``fs`` (the one
+    """A pipeline with ``MinMaxScaler(clip=True)`` or a ``SimpleImputer`` of a number (``FoldedColumn.imputes``:
+    folded where the column's declared domain holds none of its values -- an int domain no whole number among
+    them in [lo, hi], a real one none in [lo, hi] --, the imputer then the identity on every domain point, rows
+    outside the domain being dropped before any model runs; any other domain, e.g. a boolean, stays whole)
+    against the domains of feature set ``fs`` (the one
     its encoding encodes; None: unknown, it stays whole): folded (``folded.clipped``) when, for each
     clipped column, the scaler's float64 results at the domain's ends, ``v * scale_ + min_`` as its
     transform computes them, lie inside its feature_range. The clip then never acts on the domain (both operations are
@@ -535,6 +562,18 @@ def settle(folded: Folded, fs) -> Folded:
                                           f"'{c.column}', [{_spec_number(lo)}, {_spec_number(hi)}], {how} the range it was fitted on, "
                                           f"[{c.lo:g}, {c.hi:g}], and scales to [{a!r}, {b!r}], outside "
                                           f"feature_range ({c.clip[0]:g}, {c.clip[1]:g}), where the clip acts)")
+    for c in alt.columns:
+        for step, v, stat in c.imputes:
+            f = next((f for f in fs.features if f.column == c.column), None) or fs.get(c.column)
+            dom = getattr(f, "domain", None)
+            kind = getattr(dom, "kind", None)
+            held = kind not in ("int", "real") or (dom.lo <= v <= dom.hi and (kind == "real" or float(v).is_integer()))
+            if held:        # a domain point the imputer maps onto its statistic: a map no encoding expresses
+                where = f"the domain of '{c.column}'" if kind not in ("int", "real") else \
+                    f"the domain of '{c.column}', [{_spec_number(dom.lo)}, {_spec_number(dom.hi)}],"
+                why.setdefault(step, f"SimpleImputer '{step}' (missing_values={_spec_number(v)} replaces a value "
+                                     f"{where} may hold by {_spec_number(float(stat))}: a map of one point, which "
+                                     f"no encoding expresses)")
     if why:
         return replace(folded, unfoldable=tuple(why.values()), clipped=None)
     return alt
