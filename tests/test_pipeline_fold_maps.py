@@ -466,3 +466,13 @@ def test_an_imputer_of_a_number_the_domain_holds_stays_whole_naming_the_value_th
     from fairspec.syntax.literals import number
     assert (f"SimpleImputer 'i' (missing_values={mv} replaces a value the domain of '{column}', [{lo}, {hi}], may hold "
             f"by {number(stat)}: a map of one point, which no encoding expresses)") in d.message, d.message
+
+
+@pytest.mark.parametrize("kw", [dict(min_frequency=29), dict(max_categories=3)])
+def test_a_grouping_one_hot_encoder_before_an_estimator_that_cannot_be_widened_stays_whole_and_says_why(kw):
+    """A grouping that groups one category alone (its columns only reordered) or several, before an estimator
+    fairspec does not widen (a support vector classifier): evaluated whole, saying so (it raised StopIteration)."""
+    from sklearn.svm import SVC
+
+    (why,) = fold(_grouped_pipe(kw, SVC())).unfoldable
+    assert why.startswith("OneHotEncoder 'o' (it groups infrequent categories") and "SVC is not one" in why, why

@@ -613,9 +613,11 @@ def _full_blocks(columns, final, inputs, dropped) -> Folded:
                            f"model or an MLP (their weights on it copied to each), or a tree none of whose splits "
                            f"reads it{' (weights times a power of 2 exactly)' if weighted else ''}, {tail})",),
                           tuple(dropped))
-        c = next(c for c in columns if c.drop is not None or c.weight is not None)
+        c = next(c for c in columns if c.drop is not None or c.weight is not None or c.groups is not None)
         why = ("drop=...: its dropped category's column is read back" if c.drop is not None else
-               f"transformer_weights {c.weight!r}: its 0 / w columns are read as 0 / 1")
+               f"transformer_weights {c.weight!r}: its 0 / w columns are read as 0 / 1" if c.weight is not None else
+               "it groups infrequent categories: its columns, the infrequent one last, are read back from one per "
+               "category")
         return Folded(tuple(columns), sum(c.width for c in columns), final, inputs,
                       (f"OneHotEncoder '{c.transformer}' ({why} only into the final estimators fairspec can widen"
                        f"{' exactly' if weighted else ''}, and {fname} is not one)",),
