@@ -123,11 +123,11 @@ def test_the_one_infrequent_category_is_coded_last_and_one_just_meeting_min_freq
 @pytest.mark.parametrize(("ct", "why"), [
     (lambda: ColumnTransformer([("o", OneHotEncoder(), ["g"]), ("n", "passthrough", ["n", "k"])],
                                transformer_weights={"o": 3.0}),
-     "'o' (transformer_weights multiplies its output by 3.0, not a power of 2: its one-hot columns become 0 / w, "
+     "OneHotEncoder 'o' (transformer_weights multiplies its output by 3.0, not a power of 2: its one-hot columns become 0 / w, "
      "and an estimator's weights times w would round otherwise)"),
     (lambda: ColumnTransformer([("o", OrdinalEncoder(), ["g"]), ("n", StandardScaler(), ["n", "k"])],
                                transformer_weights={"n": 3.0}),
-     "'n' (transformer_weights multiplies its output by 3.0, not a power of 2: the scaled product rounds "
+     "StandardScaler 'n' (transformer_weights multiplies its output by 3.0, not a power of 2: the scaled product rounds "
      "otherwise than one affine map of the column)"),
     (lambda: ColumnTransformer([("o", OrdinalEncoder(), ["g"]),
                                 ("n", SimpleImputer(missing_values=0, strategy="mean"), ["n", "k"])]),

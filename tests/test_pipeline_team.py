@@ -188,7 +188,7 @@ def test_transformer_weights_are_named_and_the_pipeline_evaluated_whole(frame, s
     # a scaler times 3 (not a power of 2: no one affine map rounds as the product does): still evaluated whole
     # (session 32 folds the others: the one-hot block times 0.5 alone folds into the widened LogisticRegression)
     assert fold(pipe).unfoldable == (
-        "'num' (transformer_weights multiplies its output by 3.0, not a power of 2: the scaled product rounds "
+        "StandardScaler 'num' (transformer_weights multiplies its output by 3.0, not a power of 2: the scaled product rounds "
         "otherwise than one affine map of the column)",)
     unit = _fit(frame, ColumnTransformer([("num", StandardScaler(), ["age", "income"]),
                                           ("cat", OneHotEncoder(), ["sex", "region", "education"])],

@@ -363,6 +363,14 @@ def _grouped_onehot(name: str, trans, cols: list[str], offset: int, width: int) 
     return out
 
 
+def _step_kind(trans) -> str:
+    """The class name of a ColumnTransformer entry's transformer (its last step's, for a nested pipeline)."""
+    if isinstance(trans, str):
+        return trans
+    steps = [s for _, s in getattr(trans, "steps", [])]
+    return type(steps[-1] if steps else trans).__name__
+
+
 def _power_of_two(w: float) -> bool:
     import math
 
@@ -370,7 +378,7 @@ def _power_of_two(w: float) -> bool:
     return m == 0.5 and -60 <= e <= 60
 
 
-def _weighted(columns: list[FoldedColumn], weight, name: str) -> list[FoldedColumn] | str:
+def _weighted(columns: list[FoldedColumn], weight, name: str, kind: str = "") -> list[FoldedColumn] | str:
     """The columns of a ColumnTransformer entry whose output ``transform`` multiplies by ``weight``
     (``res * weight``, float64), folded where one encoding computes exactly that product: a number passed
     through as ``minmax`` with scale ``weight`` and shift 0 (``v * w + 0``); a code table with each code
@@ -383,7 +391,7 @@ def _weighted(columns: list[FoldedColumn], weight, name: str) -> list[FoldedColu
 
     import numpy as np
 
-    why = f"'{name}' (transformer_weights multiplies its output by {weight!r}"
+    why = f"{kind + ' ' if kind else ''}'{name}' (transformer_weights multiplies its output by {weight!r}"
     try:
         w = float(weight)
     except (TypeError, ValueError):
@@ -473,7 +481,7 @@ def _fold(pipe) -> Folded:
             weight = (getattr(ct, "transformer_weights", None) or {}).get(tname, 1)
             got = _fold_one(tname, trans, names, sl.start, sl.stop - sl.start)
             if weight != 1 and not isinstance(got, str):    # transform multiplies this entry's output by it
-                got = _weighted(got, weight, tname)
+                got = _weighted(got, weight, tname, _step_kind(trans))
             if isinstance(got, str):
                 bad.append(got)
             else:
