@@ -476,3 +476,50 @@ def test_a_grouping_one_hot_encoder_before_an_estimator_that_cannot_be_widened_s
 
     (why,) = fold(_grouped_pipe(kw, SVC())).unfoldable
     assert why.startswith("OneHotEncoder 'o' (it groups infrequent categories") and "SVC is not one" in why, why
+
+
+@pytest.mark.parametrize(("w", "weighted"), [(3.0, "nk"), (0.1, "nk"), (0.37, "nk"), (1.5, "nk"), (10.0, "nk"),
+                                             (7.0, "nk"), (3.0, "k")])
+def test_a_scaler_times_a_weight_not_a_power_of_2_folds_only_where_every_int_domain_value_rounds_alike(tmp_path, w,
+                                                                                                     weighted):
+    """((v - mean) / std) * w (or (v * s + m) * w) is folded as one affine map of the column only where, on every
+    value of the int domain, that map gives the pipeline's product bit for bit (checked one by one at settle);
+    else FS423 names the step and a value where they differ, which they do there."""
+    import re
+
+    from fairspec.models.sklearn_model import import_skops_io
+    from fairspec.runtime.encoding import _column_value, encode
+    from fairspec.sema.check import check_file
+
+    pipe = _pipe(ColumnTransformer([("o", OrdinalEncoder(), ["g"]), ("n", StandardScaler(), ["n"]),
+                                    ("k", MinMaxScaler(), ["k"])], transformer_weights={e: w for e in weighted}))
+    import_skops_io().dump(pipe, str(tmp_path / "m.skops"))
+    (tmp_path / "s.fair").write_text(
+        "features F {\n  g : {" + ", ".join(CATS) + "}  protected\n  n : int in [-2, 4]\n  k : int in [0, 3]\n}\n"
+        'model m = sklearn("m.skops")\n')
+    res = check_file(tmp_path / "s.fair")
+    dom = _domain()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = np.asarray(pipe[:-1].transform(dom), dtype=np.float64)
+    from fairspec.models.sklearn_pipeline import settle
+
+    said = list(settle(fold(pipe), res.spec.feature_set("F")).unfoldable)       # FS423's phrases, whole
+    assert bool(said) == any(d.code == "FS423" for d in res.diagnostics)
+    if weighted == "k":
+        assert not said                 # k in [0, 3] times 3: every value rounds alike
+    if not said:
+        enc = res.spec.encoding_for("m")
+        mine = encode(enc, {"g": np.array([CATS.index(v) for v in dom.g]), "n": dom.n.to_numpy(),
+                            "k": dom.k.to_numpy()}, len(dom))
+        assert np.array_equal(mine.view(np.int64), theirs.view(np.int64))
+        return
+    found = re.findall(r"(\w+Scaler) '(\w)' \(transformer_weights multiplies its output by [0-9.]+, not a power of 2: at "
+                       r"'(\w)' = (-?\d+) the pipeline's product is (\S+) and one affine map of the column gives (\S+)\)",
+                       "; ".join(said))
+    assert len(found) == len(said), said
+    alt = {c.column: c for c in fold(pipe).clipped.columns}
+    for _, step, col, at, prod, mapped in found:
+        row = int(np.flatnonzero(dom[col].to_numpy() == int(at))[0])
+        j = 1 if col == "n" else 2
+        assert theirs[row, j] == float(prod) != float(mapped) == _column_value(alt[col], float(at))

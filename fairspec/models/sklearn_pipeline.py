@@ -64,6 +64,9 @@ class FoldedColumn:
     #                                   the categories (indices) its own transform writes a 1 there for (a
     #                                   category in none is written all zeros); fairspec lays out one column per
     #                                   category and the estimator reads the sums (Folded.merged)
+    reweighted: tuple | None = None   # standard / minmax times a transformer weight other than a power of 2:
+    #                                   (step phrase, w, mean, std) / (step phrase, w, scale, shift), the pipeline's
+    #                                   own arithmetic, which settle compares with this column's on every domain value
     imputes: tuple = ()               # SimpleImputers before it replacing a number: (step, value, statistic) each,
     #                                   the identity on a domain holding none of the values (settle)
     codes: tuple[float, ...] = ()     # code: the code of categories[i] as the pipeline computes it (its own
@@ -409,6 +412,10 @@ def _weighted(columns: list[FoldedColumn], weight, name: str, kind: str = "") ->
             out.append(replace(c, std=c.std / w))
         elif c.kind == "minmax" and c.clip is None and c.scale is not None and _power_of_two(w):
             out.append(replace(c, scale=c.scale * w, shift=c.shift * w))
+        elif c.kind == "standard":      # one affine map only where it rounds as the product on every domain value
+            out.append(replace(c, std=c.std / w, reweighted=(why, w, c.mean, c.std)))
+        elif c.kind == "minmax" and c.clip is None and c.scale is not None:
+            out.append(replace(c, scale=c.scale * w, shift=c.shift * w, reweighted=(why, w, c.scale, c.shift)))
         elif c.kind == "onehot" and _power_of_two(w):
             out.append(replace(c, weight=w))        # 0 / w columns: the estimator widened to read 0 / 1 (fold)
         elif c.kind == "onehot":
@@ -513,7 +520,9 @@ def _fold(pipe) -> Folded:
     clipping = tuple(f"MinMaxScaler '{t}' (clip=True)"
                      for t in dict.fromkeys(c.transformer for c in columns if c.clip is not None)) + tuple(
         f"SimpleImputer '{step}' (missing_values={_spec_number(v)} replaces a value, not a missing cell)"
-        for step, v in dict.fromkeys((i[0], i[1]) for c in columns for i in c.imputes))
+        for step, v in dict.fromkeys((i[0], i[1]) for c in columns for i in c.imputes)) + tuple(
+        dict.fromkeys(c.reweighted[0] + ", not a power of 2: the scaled product rounds otherwise than one affine map "
+                      "of the column)" for c in columns if c.reweighted is not None))
     if not clipping:
         return out
     if out.unfoldable:                  # evaluated whole whatever the domain
@@ -582,9 +591,47 @@ def settle(folded: Folded, fs) -> Folded:
                 why.setdefault(step, f"SimpleImputer '{step}' (missing_values={_spec_number(v)} replaces a value "
                                      f"{where} may hold by {_spec_number(float(stat))}: a map of one point, which "
                                      f"no encoding expresses)")
+    for c in alt.columns:
+        if c.reweighted is not None:
+            bad = _reweighted_differs(c, fs)
+            if bad is not None:
+                why.setdefault(c.transformer, f"{c.reweighted[0]}, not a power of 2: {bad})")
     if why:
         return replace(folded, unfoldable=tuple(why.values()), clipped=None)
     return alt
+
+
+#: int domain values a weighted scaler's fold is checked on, one by one, at most
+MAX_REWEIGHTED = 1 << 16
+
+
+def _reweighted_differs(c: FoldedColumn, fs) -> str | None:
+    """Why column ``c`` (a scaler times a transformer weight w not a power of 2, ``c.reweighted``) cannot be folded
+    as its one affine map on the declared domain of feature set ``fs``, or None: on an int domain of at most
+    :data:`MAX_REWEIGHTED` values, the map this column computes (runtime.encoding.encode: ``(v - mean) / std'``,
+    ``v * scale' + shift'``) and the pipeline's own (``((v - mean) / std) * w``, ``(v * scale + shift) * w``: its
+    transform, then the ColumnTransformer's product) compared bit for bit at every value."""
+    import numpy as np
+
+    f = next((f for f in fs.features if f.column == c.column), None) or fs.get(c.column)
+    dom = getattr(f, "domain", None)
+    if getattr(dom, "kind", None) != "int":
+        return f"the domain of '{c.column}' is not a range of whole numbers, whose every value the fold is checked on"
+    lo, hi = int(dom.lo), int(dom.hi)
+    if hi - lo + 1 > MAX_REWEIGHTED:
+        return f"the domain of '{c.column}' has more than {MAX_REWEIGHTED:,} values to check the fold on one by one"
+    v = np.arange(lo, hi + 1, dtype=np.float64)
+    _, w, a, b = c.reweighted
+    if c.kind == "standard":
+        ours, theirs = (v - c.mean) / (c.std or 1.0), ((v - a) / b) * w
+    else:
+        ours, theirs = v * c.scale + c.shift, (v * a + b) * w
+    off = np.flatnonzero(ours.view(np.int64) != theirs.view(np.int64))
+    if off.size:
+        k = int(off[0])
+        return (f"at '{c.column}' = {lo + k} the pipeline's product is {float(theirs[k])!r} and one affine map of the "
+                f"column gives {float(ours[k])!r}")
+    return None
 
 
 def _full_blocks(columns, final, inputs, dropped) -> Folded:
