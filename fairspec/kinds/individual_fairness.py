@@ -180,9 +180,14 @@ def unread_by_enumeration(prop: ir.IndividualFairness, v, ctx, backend: str, fmt
 
 def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdict:
     v = _run_pair(prop, ctx, progress, backend)
-    if prop.pre and v.status == "violated" and v.witness is not None:
-        from fairspec.kinds.pre_relax import named_witness     # a feature only the pre-condition reads, named
-        v = named_witness(prop, ctx, v)
+    if v.status == "violated" and v.witness is not None:
+        from fairspec.kinds.pre_relax import named_witness, relaxing, with_categories
+        from fairspec.kinds.shared_codes import shared_columns
+
+        if not relaxing() and shared_columns(ctx.encoding(prop.model)):
+            v = with_categories(prop, ctx, v)      # categories sharing a code printed as the pair the property's
+        elif prop.pre:
+            v = named_witness(prop, ctx, v)        # a feature only the pre-condition reads, named
     return v
 
 

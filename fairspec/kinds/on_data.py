@@ -24,4 +24,11 @@ def run(prop, ctx, progress=None):
     if prop.kind == "individual_fairness" and prop.post in ir.MULTI_POSTS:  # issue 25: flips compare the binary decision only, for now
         return unknown(prop, f"the post-condition '{prop.post}' (issue 25: multiclass and regression "
                              f"outputs) is not yet decided by the data backend", backend="data", seconds=0.0)
-    return run_flips(prop, ctx, progress, timeout=setting(prop, "timeout", "data"))
+    v = run_flips(prop, ctx, progress, timeout=setting(prop, "timeout", "data"))
+    if v.status == "violated" and v.witness is not None:
+        from fairspec.kinds.pre_relax import with_categories
+        from fairspec.kinds.shared_codes import shared_columns
+
+        if shared_columns(ctx.encoding(prop.model)):       # categories sharing a code: the pair as the property's
+            v = with_categories(prop, ctx, v)
+    return v

@@ -766,7 +766,9 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     from fairspec.backends.data.flips import replayer_name
 
     runtime = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
-    w = Witness(tuple(map(float, xa)), tuple(map(float, xb)), decode_row(enc, fs, xa), decode_row(enc, fs, xb),
+    ia, ib = int(a[j] % N), int(b[j] % N)         # the points' own category indices (shared codes printed honestly)
+    w = Witness(tuple(map(float, xa)), tuple(map(float, xb)), decode_row(enc, fs, xa, {k: v[ia] for k, v in values.items()}),
+                decode_row(enc, fs, xb, {k: v[ib] for k, v in values.items()}),
                 replayed[1] if replayed is not None else (float(s[a[j]]), float(s[b[j]])), replayed_by=runtime)
     violating = count_pairs(a[idx] % N, b[idx] % N) if pre is None else pre.ordered_pairs(a[idx] % N, b[idx] % N, False)
     details["violating_pairs"] = violating

@@ -376,7 +376,7 @@ def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float, 
             return not_decided(f"the relaxation ({said}) is violated with no witness pair to check against the "
                                "pre-condition")
         try:
-            got = complete_witness(prop, fs, enc, w)
+            got = meeting_witness(prop, fs, enc, w)    # complete_witness, categories sharing a code chosen too
         except Unsupported as e:
             return not_decided(f"the relaxation ({said}) is violated by a pair the pre-condition cannot be read on "
                                f"exactly ({e})", w)
@@ -535,6 +535,41 @@ def in_real_range(d, v: float) -> bool:
         ends.append((Fraction(e), threshold_of(e)) if math.isfinite(e) else None)
     return (ends[0] is None and d.lo < 0 or ends[0] is not None and x >= max(ends[0])) and \
         (ends[1] is None and d.hi > 0 or ends[1] is not None and x <= min(ends[1]))
+
+
+def meeting_witness(prop, fs, enc, w):
+    """``w`` with the categories of its shared codes (kinds/shared_codes) chosen so that the printed pair is
+    admissible and meets the whole pre-condition (:func:`complete_witness`), or None where no choice does; without
+    shared codes, ``w`` checked as :func:`complete_witness` checks it. Raises Unsupported where the pre-condition
+    cannot be read exactly on it."""
+    from fairspec.kinds.shared_codes import choices
+
+    cands = choices(prop, enc, w)
+    if cands is None:
+        return complete_witness(prop, fs, enc, w) if prop.pre else w
+    for got in cands:
+        got = complete_witness(prop, fs, enc, got) if prop.pre else got
+        if got is not None:
+            return got
+    return None
+
+
+def with_categories(prop, ctx, v: Verdict) -> Verdict:
+    """A violated verdict whose witness prints the categories of shared codes that make it the property's pair
+    (:func:`meeting_witness`), or ``unknown`` saying what was found where none does."""
+    fs = ctx.spec.feature_set(prop.features)
+    w = v.witness
+    try:
+        got = meeting_witness(prop, fs, ctx.encoding(prop.model), w)
+    except Unsupported as e:
+        got, why = None, str(e)
+    else:
+        why = ("no categories of the codes the model read make the pair one the property compares (its "
+               "pre-condition, and a feature after `except` differing)")
+    if got is None:
+        return unknown(prop, f"a counterexample pair was found ({_pair_text(w)}), but {why}: not reported",
+                       backend=v.backend, seconds=v.seconds, details=v.details)
+    return replace(v, witness=got)
 
 
 def _within(a, b, op, t) -> bool:

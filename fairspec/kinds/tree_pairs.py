@@ -453,7 +453,7 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
     if not again:
         return unknown(prop, "the violating cell pair did not reproduce on a concrete pair of the library's runtime",
                        backend=backend, seconds=seconds, details=details)
-    w = Witness(tuple(map(float, x)), tuple(map(float, xp)), decode_row(enc, fs, x), decode_row(enc, fs, xp),
+    w = Witness(tuple(map(float, x)), tuple(map(float, xp)), decode_row(enc, fs, x, vx), decode_row(enc, fs, xp, vy),
                 (float(out[0]), float(out[1])), replayed_by=details["runtime"])
     if value is None and post != "label":      # the pair's measure rounded down (the nearest may lie above it)
         from fairspec.kinds.pair_runtime import pair_measure

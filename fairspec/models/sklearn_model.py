@@ -670,7 +670,11 @@ class SklearnModel(LoadedModel):
         if self.folded is not None and self.folded.keep is not None:
             import numpy as np      # row-major, as the ColumnTransformer's hstack hands it over (BLAS sums by layout)
 
-            X = np.ascontiguousarray(X[:, list(self.folded.keep)])
+            if self.folded.merged is not None:      # infrequent categories grouped: a sum of 0s and one 1 at most
+                X = np.ascontiguousarray(np.column_stack(
+                    [X[:, m[0]] if len(m) == 1 else X[:, list(m)].sum(axis=1) for m in self.folded.merged]))
+            else:
+                X = np.ascontiguousarray(X[:, list(self.folded.keep)])
             if self.folded.scale is not None:       # a weighted one-hot block: 0 / w, as the pipeline hands it over
                 X = X * np.asarray(self.folded.scale, dtype=np.float64)
             return self.folded.runtime, X

@@ -7,13 +7,16 @@ encoding they compute, column by column, in the same terms as a hand-written ``e
 (``raw``, ``code``, ``onehot``, ``minmax``, ``standard``), with the final estimator: every backend then
 sees the estimator on the encoded columns, exactly as with a hand-written block.
 
-Folded: ``OneHotEncoder`` (no infrequent categories; with ``drop``, the dropped category is the
-block of all zeros: fairspec lays out the whole block and widens the estimator, ``sklearn_widen``), ``OrdinalEncoder`` (infrequent
-categories only when no two categories share a code: the codes then read off its own transform, ``FoldedColumn.codes``),
+Folded: ``OneHotEncoder`` (with ``drop``, the dropped category is the block of all zeros: fairspec lays out the
+whole block and widens the estimator, ``sklearn_widen``; grouping infrequent categories, one column per category
+laid out and the estimator's column of a group read as the sum of its categories' columns, :func:`_grouped_onehot`), ``OrdinalEncoder`` (infrequent
+categories grouped, or a category imputed before it: the codes read off its own transform, ``FoldedColumn.codes``,
+categories sharing one a witness prints as kinds/shared_codes chooses),
 ``StandardScaler``, ``MinMaxScaler`` (any ``feature_range``; ``clip=True`` only against a domain the
 clip never acts on, :func:`settle`), ``"passthrough"`` and
 ``"drop"``, ``SimpleImputer`` without indicator columns whose ``missing_values`` is NaN, None or pd.NA (the identity on every domain point: no
-declared value is missing) alone or as the first steps of a nested pipeline before one of those, inside a ``ColumnTransformer`` that is the pipeline's first step (``transformer_weights`` where one encoding
+declared value is missing; one whose ``missing_values`` is a number, once :func:`settle` finds the declared
+domain holds no such value) alone or as the first steps of a nested pipeline before one of those, inside a ``ColumnTransformer`` that is the pipeline's first step (``transformer_weights`` where one encoding
 computes the weighted output exactly, :func:`_weighted`) (a pipeline without one
 is evaluated whole, on the columns an encode block writes, as before), and whose output is dense when the
 final estimator is XGBoost's (a sparse one's absent entries are missing values to XGBoost, the dense encoding's 0
@@ -57,6 +60,15 @@ class FoldedColumn:
     lenient: bool = False             # onehot: handle_unknown='ignore' (another category is all zeros), for messages
     weight: float | None = None       # onehot: transformer_weights' power-of-2 weight, its columns 0 / weight in
     #                                   the estimator's input (fairspec encodes 0 / 1, see Folded.scale)
+    groups: tuple | None = None       # onehot grouping infrequent categories: per output column of the encoder,
+    #                                   the categories (indices) its own transform writes a 1 there for (a
+    #                                   category in none is written all zeros); fairspec lays out one column per
+    #                                   category and the estimator reads the sums (Folded.merged)
+    reweighted: tuple | None = None   # standard / minmax times a transformer weight other than a power of 2:
+    #                                   (step phrase, w, mean, std) / (step phrase, w, scale, shift), the pipeline's
+    #                                   own arithmetic, which settle compares with this column's on every domain value
+    imputes: tuple = ()               # SimpleImputers before it replacing a number: (step, value, statistic) each,
+    #                                   the identity on a domain holding none of the values (settle)
     codes: tuple[float, ...] = ()     # code: the code of categories[i] as the pipeline computes it (its own
     #                                   transform: shared by categories an encoder groups or an imputer maps
     #                                   onto another, scaled by a transformer weight); () = its index i
@@ -77,6 +89,9 @@ class Folded:
     # a weighted one-hot block: the runtime estimator reads ``X[:, keep] * scale`` (its columns 0 / w, as the
     # ColumnTransformer hands them over), ``final`` the widened estimator with its weights times w on 0 / 1
     scale: tuple[float, ...] | None = None
+    # a OneHotEncoder grouping infrequent categories: the runtime estimator's column j is the sum of fairspec's
+    # columns ``merged[j]`` (``keep[j]`` its first), exactly the encoder's 0 / 1 (one 1 per block at most)
+    merged: tuple[tuple[int, ...], ...] | None = None
     # MinMaxScaler(clip=True): evaluated whole (``unfoldable`` names the clip) until the spec's domain
     # is known; ``clipped`` is the pipeline folded, which :func:`settle` takes when the clip never acts
     clipped: Any = None
@@ -150,6 +165,16 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
         if getattr(trans, "add_indicator", False) or getattr(trans, "indicator_", None) is not None:
             return f"{what} (add_indicator=True adds columns)"
         mv = getattr(trans, "missing_values", float("nan"))
+        number = isinstance(mv, (int, float, np.integer, np.floating)) and not isinstance(mv, (bool, np.bool_)) \
+            and mv == mv and abs(float(mv)) != float("inf")
+        if number:
+            # a number the imputer replaces: the identity on a domain that holds no such value, a map of one point
+            # (no encoding expresses it) on one that does; evaluated whole until settle sees the domain
+            stats = getattr(trans, "statistics_", None)
+            if stats is None or len(stats) != len(cols) or width != len(cols):
+                return f"{what} (missing_values={mv!r} replaces a value, not a missing cell)"
+            return [FoldedColumn(c, "raw", offset + i, 1, name, imputes=((name, float(mv), stats[i]),))
+                    for i, c in enumerate(cols)]
         if not (mv is None or type(mv).__name__ == "NAType" or (isinstance(mv, float) and mv != mv)):
             # missing_values=0 (or "?", -1): a value a domain point may hold, which the imputer replaces;
             # before an OrdinalEncoder (a nested pipeline) a category's code table says it (_codes), on a
@@ -175,14 +200,22 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
             # (the codes read off the nested pipeline's own transform)
             extra = [s.missing_values for _, s in valued]
             return _code_columns(name, trans, rest[0][1], cols, offset, extra)
+        imputed: dict = {}
         for n, s in imputers:
             got = _fold_one(f"{name}/{n}", s, cols, offset, len(cols))
             if isinstance(got, str):
                 return got
+            for c in got:
+                imputed[c.column] = imputed.get(c.column, ()) + c.imputes
         if not rest:
-            return [FoldedColumn(c, "raw", offset + i, 1, name) for i, c in enumerate(cols)] \
+            out = [FoldedColumn(c, "raw", offset + i, 1, name) for i, c in enumerate(cols)] \
                 if width == len(cols) else f"{what} (its width {width} is not one column per input)"
-        return _fold_one(f"{name}/{rest[0][0]}", rest[0][1], cols, offset, width)
+        else:
+            out = _fold_one(f"{name}/{rest[0][0]}", rest[0][1], cols, offset, width)
+        if isinstance(out, str) or not imputed:
+            return out
+        from dataclasses import replace
+        return [replace(c, imputes=imputed.get(c.column, ())) for c in out]
     if kind == "FunctionTransformer" and getattr(trans, "func", None) is None:
         trans = "passthrough"                      # how a fitted ColumnTransformer keeps "passthrough"
     if isinstance(trans, str) and trans == "passthrough":
@@ -191,7 +224,7 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
         return [FoldedColumn(c, "raw", offset + i, 1, name) for i, c in enumerate(cols)]
     if kind == "OneHotEncoder":
         if any(x is not None for x in (getattr(trans, "infrequent_categories_", None) or [])):
-            return f"{what} (it groups infrequent categories)"
+            return _grouped_onehot(name, trans, cols, offset, width)
         drops = getattr(trans, "drop_idx_", None)
         drops = [None] * len(cols) if drops is None else list(drops)
         out, at = [], offset
@@ -280,21 +313,65 @@ def _code_columns(name: str, step, enc, cols: list[str], offset: int, extra: lis
         return f"{kind} '{name}' (its transform of its own categories failed: {type(exc).__name__})"
     if got.shape != (n, len(cols)) or not np.all(np.isfinite(got)):
         return f"{kind} '{name}' (its codes of its own categories are not one number per category)"
-    for i, vals in enumerate(per):
-        codes = got[:len(vals), i]
-        for j in range(len(vals)):
-            same = [_label(vals[k]) for k in range(len(vals)) if codes[k] == codes[j]]
-            if len(same) > 1:
-                # a code table may share a code (the IR holds it), but a witness is read back from the encoded
-                # columns (runtime.encoding.decode_row: the first category with the code), so a pair differing
-                # only there would print as one not differing at all: refused until witnesses keep categories
-                how = "it groups infrequent categories" if not extra else \
-                    f"an imputer before it replaces {extra[0]!r} by another category"
-                return (f"{kind} '{name}' ({how}: {', '.join(same)} share the code {codes[j]:g}, and a witness read "
-                        f"back from the encoded columns cannot tell them apart)")
+    # categories sharing a code (grouped as infrequent, an imputed category) are one model input: the code
+    # table holds that, and a witness prints the categories of a shared code that make it the property's
+    # pair (kinds/shared_codes)
     return [FoldedColumn(c, "code", offset + i, 1, name, categories=tuple(_label(v) for v in vals),
                          values=tuple(vals), codes=tuple(float(x) for x in got[:len(vals), i]))
             for i, (c, vals) in enumerate(zip(cols, per))]
+
+
+def _grouped_onehot(name: str, trans, cols: list[str], offset: int, width: int) -> list[FoldedColumn] | str:
+    """A OneHotEncoder grouping infrequent categories (``min_frequency`` / ``max_categories``, with or without
+    ``drop``): each category's output row read off its own transform. Folded when every row is 0 / 1 with at
+    most one 1 (``FoldedColumn.groups``: the categories writing a 1 in each output column); fairspec then lays
+    out one column per category, exactly one of them 1, and the pipeline's estimator reads column j as the sum
+    of the columns of ``groups[j]``: a sum of 0s and at most one 1, exact in any order, so its input is the
+    encoder's own bit for bit."""
+    import numpy as np
+    import pandas as pd
+
+    what = f"OneHotEncoder '{name}'"
+    sizes = getattr(trans, "_n_features_outs", None)
+    if sizes is None or len(sizes) != len(cols) or sum(int(k) for k in sizes) != width:
+        return f"{what} (it groups infrequent categories, and its output columns per input are not recorded)"
+    per = [list(c) for c in trans.categories_]
+    n = max(len(v) for v in per)
+    frame = pd.DataFrame({c: np.asarray(v + [v[0]] * (n - len(v)), dtype=cats.dtype)
+                          for c, v, cats in zip(cols, per, trans.categories_)})
+    try:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = trans.transform(frame)
+        got = np.asarray(got.toarray() if hasattr(got, "toarray") else got, dtype=np.float64)
+    except Exception as exc:  # noqa: BLE001 - its own transform refused its categories: not folded
+        return f"{what} (it groups infrequent categories, and its transform of its own categories failed: " \
+               f"{type(exc).__name__})"
+    out, at = [], 0
+    for c, cats, k in zip(cols, trans.categories_, sizes):
+        k = int(k)
+        block = got[:len(cats), at:at + k]
+        if not (np.all((block == 0) | (block == 1)) and np.all(block.sum(axis=1) <= 1)):
+            return f"{what} (it groups infrequent categories, and its output for a category of '{c}' is not 0 / 1 " \
+                   f"with one 1 at most)"
+        groups = tuple(tuple(int(i) for i in np.flatnonzero(block[:, j] == 1)) for j in range(k))
+        if any(not g for g in groups):
+            return f"{what} (it groups infrequent categories, and an output column of '{c}' is 1 for no category)"
+        out.append(FoldedColumn(c, "onehot", offset + at, k, name, categories=tuple(_label(v) for v in cats),
+                                values=tuple(cats), lenient=getattr(trans, "handle_unknown", "error") != "error",
+                                groups=groups))
+        at += k
+    return out
+
+
+def _step_kind(trans) -> str:
+    """The class name of a ColumnTransformer entry's transformer (its last step's, for a nested pipeline)."""
+    if isinstance(trans, str):
+        return trans
+    steps = [s for _, s in getattr(trans, "steps", [])]
+    return type(steps[-1] if steps else trans).__name__
 
 
 def _power_of_two(w: float) -> bool:
@@ -304,7 +381,7 @@ def _power_of_two(w: float) -> bool:
     return m == 0.5 and -60 <= e <= 60
 
 
-def _weighted(columns: list[FoldedColumn], weight, name: str) -> list[FoldedColumn] | str:
+def _weighted(columns: list[FoldedColumn], weight, name: str, kind: str = "") -> list[FoldedColumn] | str:
     """The columns of a ColumnTransformer entry whose output ``transform`` multiplies by ``weight``
     (``res * weight``, float64), folded where one encoding computes exactly that product: a number passed
     through as ``minmax`` with scale ``weight`` and shift 0 (``v * w + 0``); a code table with each code
@@ -317,7 +394,7 @@ def _weighted(columns: list[FoldedColumn], weight, name: str) -> list[FoldedColu
 
     import numpy as np
 
-    why = f"'{name}' (transformer_weights multiplies its output by {weight!r}"
+    why = f"{kind + ' ' if kind else ''}'{name}' (transformer_weights multiplies its output by {weight!r}"
     try:
         w = float(weight)
     except (TypeError, ValueError):
@@ -335,6 +412,10 @@ def _weighted(columns: list[FoldedColumn], weight, name: str) -> list[FoldedColu
             out.append(replace(c, std=c.std / w))
         elif c.kind == "minmax" and c.clip is None and c.scale is not None and _power_of_two(w):
             out.append(replace(c, scale=c.scale * w, shift=c.shift * w))
+        elif c.kind == "standard":      # one affine map only where it rounds as the product on every domain value
+            out.append(replace(c, std=c.std / w, reweighted=(why, w, c.mean, c.std)))
+        elif c.kind == "minmax" and c.clip is None and c.scale is not None:
+            out.append(replace(c, scale=c.scale * w, shift=c.shift * w, reweighted=(why, w, c.scale, c.shift)))
         elif c.kind == "onehot" and _power_of_two(w):
             out.append(replace(c, weight=w))        # 0 / w columns: the estimator widened to read 0 / 1 (fold)
         elif c.kind == "onehot":
@@ -407,7 +488,7 @@ def _fold(pipe) -> Folded:
             weight = (getattr(ct, "transformer_weights", None) or {}).get(tname, 1)
             got = _fold_one(tname, trans, names, sl.start, sl.stop - sl.start)
             if weight != 1 and not isinstance(got, str):    # transform multiplies this entry's output by it
-                got = _weighted(got, weight, tname)
+                got = _weighted(got, weight, tname, _step_kind(trans))
             if isinstance(got, str):
                 bad.append(got)
             else:
@@ -432,12 +513,16 @@ def _fold(pipe) -> Folded:
                     or any(a.offset + a.width != b.offset for a, b in zip(columns, columns[1:]))
                     or (columns and columns[0].offset != 0)):
         bad.append(f"'{name}' (its folded columns do not cover the estimator's {width} inputs)")
-    if bad or not any(c.drop is not None or c.weight is not None for c in columns):
+    if bad or not any(c.drop is not None or c.weight is not None or c.groups is not None for c in columns):
         out = Folded(tuple(columns), total, final, inputs, tuple(bad), tuple(dropped))
     else:
         out = _full_blocks(columns, final, inputs, dropped)
     clipping = tuple(f"MinMaxScaler '{t}' (clip=True)"
-                     for t in dict.fromkeys(c.transformer for c in columns if c.clip is not None))
+                     for t in dict.fromkeys(c.transformer for c in columns if c.clip is not None)) + tuple(
+        f"SimpleImputer '{step}' (missing_values={_spec_number(v)} replaces a value, not a missing cell)"
+        for step, v in dict.fromkeys((i[0], i[1]) for c in columns for i in c.imputes)) + tuple(
+        dict.fromkeys(c.reweighted[0] + ", not a power of 2: the scaled product rounds otherwise than one affine map "
+                      "of the column)" for c in columns if c.reweighted is not None))
     if not clipping:
         return out
     if out.unfoldable:                  # evaluated whole whatever the domain
@@ -463,7 +548,11 @@ def _domain(fs, column: str):
 
 
 def settle(folded: Folded, fs) -> Folded:
-    """A pipeline with ``MinMaxScaler(clip=True)`` against the domains of feature set ``fs`` (the one
+    """A pipeline with ``MinMaxScaler(clip=True)`` or a ``SimpleImputer`` of a number (``FoldedColumn.imputes``:
+    folded where the column's declared domain holds none of its values -- an int domain no whole number among
+    them in [lo, hi], a real one none in [lo, hi] --, the imputer then the identity on every domain point, rows
+    outside the domain being dropped before any model runs; any other domain, e.g. a boolean, stays whole)
+    against the domains of feature set ``fs`` (the one
     its encoding encodes; None: unknown, it stays whole): folded (``folded.clipped``) when, for each
     clipped column, the scaler's float64 results at the domain's ends, ``v * scale_ + min_`` as its
     transform computes them, lie inside its feature_range. The clip then never acts on the domain (both operations are
@@ -490,9 +579,59 @@ def settle(folded: Folded, fs) -> Folded:
                                           f"'{c.column}', [{_spec_number(lo)}, {_spec_number(hi)}], {how} the range it was fitted on, "
                                           f"[{c.lo:g}, {c.hi:g}], and scales to [{a!r}, {b!r}], outside "
                                           f"feature_range ({c.clip[0]:g}, {c.clip[1]:g}), where the clip acts)")
+    for c in alt.columns:
+        for step, v, stat in c.imputes:
+            f = next((f for f in fs.features if f.column == c.column), None) or fs.get(c.column)
+            dom = getattr(f, "domain", None)
+            kind = getattr(dom, "kind", None)
+            held = kind not in ("int", "real") or (dom.lo <= v <= dom.hi and (kind == "real" or float(v).is_integer()))
+            if held:        # a domain point the imputer maps onto its statistic: a map no encoding expresses
+                where = f"the domain of '{c.column}'" if kind not in ("int", "real") else \
+                    f"the domain of '{c.column}', [{_spec_number(dom.lo)}, {_spec_number(dom.hi)}],"
+                why.setdefault(step, f"SimpleImputer '{step}' (missing_values={_spec_number(v)} replaces a value "
+                                     f"{where} may hold by {_spec_number(float(stat))}: a map of one point, which "
+                                     f"no encoding expresses)")
+    for c in alt.columns:
+        if c.reweighted is not None:
+            bad = _reweighted_differs(c, fs)
+            if bad is not None:
+                why.setdefault(c.transformer, f"{c.reweighted[0]}, not a power of 2: {bad})")
     if why:
         return replace(folded, unfoldable=tuple(why.values()), clipped=None)
     return alt
+
+
+#: int domain values a weighted scaler's fold is checked on, one by one, at most
+MAX_REWEIGHTED = 1 << 16
+
+
+def _reweighted_differs(c: FoldedColumn, fs) -> str | None:
+    """Why column ``c`` (a scaler times a transformer weight w not a power of 2, ``c.reweighted``) cannot be folded
+    as its one affine map on the declared domain of feature set ``fs``, or None: on an int domain of at most
+    :data:`MAX_REWEIGHTED` values, the map this column computes (runtime.encoding.encode: ``(v - mean) / std'``,
+    ``v * scale' + shift'``) and the pipeline's own (``((v - mean) / std) * w``, ``(v * scale + shift) * w``: its
+    transform, then the ColumnTransformer's product) compared bit for bit at every value."""
+    import numpy as np
+
+    f = next((f for f in fs.features if f.column == c.column), None) or fs.get(c.column)
+    dom = getattr(f, "domain", None)
+    if getattr(dom, "kind", None) != "int":
+        return f"the domain of '{c.column}' is not a range of whole numbers, whose every value the fold is checked on"
+    lo, hi = int(dom.lo), int(dom.hi)
+    if hi - lo + 1 > MAX_REWEIGHTED:
+        return f"the domain of '{c.column}' has more than {MAX_REWEIGHTED:,} values to check the fold on one by one"
+    v = np.arange(lo, hi + 1, dtype=np.float64)
+    _, w, a, b = c.reweighted
+    if c.kind == "standard":
+        ours, theirs = (v - c.mean) / (c.std or 1.0), ((v - a) / b) * w
+    else:
+        ours, theirs = v * c.scale + c.shift, (v * a + b) * w
+    off = np.flatnonzero(ours.view(np.int64) != theirs.view(np.int64))
+    if off.size:
+        k = int(off[0])
+        return (f"at '{c.column}' = {lo + k} the pipeline's product is {float(theirs[k])!r} and one affine map of the "
+                f"column gives {float(ours[k])!r}")
+    return None
 
 
 def _full_blocks(columns, final, inputs, dropped) -> Folded:
@@ -502,25 +641,50 @@ def _full_blocks(columns, final, inputs, dropped) -> Folded:
 
     from .sklearn_widen import widen
 
-    laid, keep, scale, at = [], [], [], 0
+    laid, members, scale, at = [], [], [], 0
     for c in columns:
-        full = c.width + (c.drop is not None)
+        if c.groups is not None:        # one column per category; the estimator's column j the sum of groups[j]
+            full = len(c.categories)
+            members.extend(tuple(at + i for i in g) for g in c.groups)
+        else:
+            full = c.width + (c.drop is not None)
+            members.extend((at + i,) for i in range(full) if i != c.drop)
         laid.append(replace(c, offset=at, width=full))
-        keep.extend(at + i for i in range(full) if i != c.drop)
         scale.extend([c.weight if c.weight is not None else 1.0] * c.width)
         at += full
+    keep = [m[0] for m in members]
+    merged = tuple(members) if any(len(m) > 1 for m in members) else None
     weighted = any(v != 1.0 for v in scale)
-    wide = widen(final, keep, at, scale if weighted else None)
+    wide = widen(final, keep, at, scale if weighted else None, merged)
     if wide is None:
-        c = next(c for c in columns if c.drop is not None or c.weight is not None)
+        fname = type(final).__name__
+        if merged is not None:
+            c = next(c for c in columns if c.groups is not None and any(len(g) > 1 for g in c.groups))
+            grouped = "; ".join(", ".join(c.categories[i] for i in g) for g in c.groups if len(g) > 1)
+            tail = f"and a split of {fname} reads it" if _is_tree(final) else f"and {fname} is not one"
+            return Folded(tuple(columns), sum(c.width for c in columns), final, inputs,
+                          (f"OneHotEncoder '{c.transformer}' (it groups infrequent categories, {grouped}, into one "
+                           f"column: fairspec reads that column as the sum of their one-hot columns, into a linear "
+                           f"model or an MLP (their weights on it copied to each), or a tree none of whose splits "
+                           f"reads it{' (weights times a power of 2 exactly)' if weighted else ''}, {tail})",),
+                          tuple(dropped))
+        c = next(c for c in columns if c.drop is not None or c.weight is not None or c.groups is not None)
         why = ("drop=...: its dropped category's column is read back" if c.drop is not None else
-               f"transformer_weights {c.weight!r}: its 0 / w columns are read as 0 / 1")
+               f"transformer_weights {c.weight!r}: its 0 / w columns are read as 0 / 1" if c.weight is not None else
+               "it groups infrequent categories: its columns, the infrequent one last, are read back from one per "
+               "category")
         return Folded(tuple(columns), sum(c.width for c in columns), final, inputs,
                       (f"OneHotEncoder '{c.transformer}' ({why} only into the final estimators fairspec can widen"
-                       f"{' exactly' if weighted else ''}, and {type(final).__name__} is not one)",),
+                       f"{' exactly' if weighted else ''}, and {fname} is not one)",),
                       tuple(dropped))
     return Folded(tuple(laid), at, wide, inputs, (), tuple(dropped), keep=tuple(keep), runtime=final,
-                  scale=tuple(scale) if weighted else None)
+                  scale=tuple(scale) if weighted else None, merged=merged)
+
+
+def _is_tree(est) -> bool:
+    from .sklearn_widen import BOOSTED, FORESTS, HIST, TREES
+
+    return type(est).__name__ in TREES + FORESTS + BOOSTED + HIST
 
 
 def unfold(folded: Folded, X, integral=frozenset()):

@@ -8,8 +8,12 @@ which never reads a dropped column: the same computation on ``X[:, keep]``. Tree
 forests, extra trees, gradient boosting, histogram gradient boosting without categorical splits) get
 their split features renumbered, exactly the same comparisons; linear models and MLPs get a zero
 weight for each dropped column (a product 0 * v = 0 joins their sums; the runtime itself, the
-pipeline's ``predict``, is what ``SklearnModel`` evaluates, on ``X[:, keep]``). Any other estimator:
-None (the pipeline is then evaluated whole, as before).
+pipeline's ``predict``, is what ``SklearnModel`` evaluates, on ``X[:, keep]``). A OneHotEncoder grouping
+infrequent categories writes one column for the group: the estimator reads it as the sum of the group's
+columns (``merged``), a linear model's / MLP's weights on it copied to each member (on a one-hot point one
+product w * 1, the others 0: exactly the same sum of products, and certify's rounding bound, for every
+summation order, only widens with more terms), a tree only when none of its splits reads a group. Any other
+estimator: None (the pipeline is then evaluated whole, as before).
 """
 
 from __future__ import annotations
@@ -46,13 +50,19 @@ def _decision_tree(est, keep, width):
     return est
 
 
-def widen(final, keep, width: int, scale=None):
+def widen(final, keep, width: int, scale=None, merged=None):
     """A copy of ``final`` reading ``width`` inputs, column ``keep[j]`` where ``final`` read column
     j; None for an estimator this cannot widen exactly. ``scale`` (a transformer weight on a one-hot block,
     a power of 2): ``final`` read ``scale[j]`` times column ``keep[j]`` (0 / w for 0 / 1); only a linear
     model or an MLP, its weights times ``scale[j]`` -- each product ``x * coef`` then the same float, FMA or
-    not, as long as no weight times a power of 2 loses a bit (checked) --; a tree: None."""
+    not, as long as no weight times a power of 2 loses a bit (checked) --; a tree: None. ``merged`` (a one-hot
+    block grouping infrequent categories): ``final`` read column j as the sum of the columns ``merged[j]``
+    (one-hot: 0 or one 1 among them); a linear model or an MLP gets its weights on j copied to each of them
+    (on a one-hot point the same products, one of them w * 1, the others w * 0 = 0); a tree only when no
+    split reads a j of two or more columns (else None)."""
     keep = np.asarray(keep, dtype=np.int64)
+    if merged is not None:
+        return _merged(final, keep, width, scale, merged)
     if scale is not None:
         return _scaled(final, keep, width, np.asarray(scale, dtype=np.float64))
     name = type(final).__name__
@@ -127,4 +137,47 @@ def _scaled(final, keep, width: int, scale: np.ndarray):
     if not (np.all(np.isfinite(new)) and np.array_equal(new / col[:, None], w0)):
         return None
     wide.coefs_ = [new.astype(w0.dtype)] + list(wide.coefs_[1:])
+    return wide
+
+
+def _split_features(est) -> set:
+    """Every input column a split of tree model ``est`` reads (trees, forests, gradient boosting, histogram
+    gradient boosting)."""
+    name = type(est).__name__
+    trees = [est] if name in TREES else list(est.estimators_) if name in FORESTS else \
+        list(np.ravel(est.estimators_)) if name in BOOSTED else []
+    out = set()
+    for t in trees:
+        nodes = t.tree_
+        out |= {int(f) for f, left in zip(nodes.feature, nodes.children_left) if left != -1}
+    if name in HIST:
+        for it in est._predictors:
+            for p in it:
+                out |= {int(f) for f, leaf in zip(p.nodes["feature_idx"], p.nodes["is_leaf"]) if not leaf}
+    return out
+
+
+def _merged(final, keep, width: int, scale, merged):
+    """:func:`widen` of an estimator reading some columns as sums of fairspec's (``merged``)."""
+    name = type(final).__name__
+    many = {j for j, m in enumerate(merged) if len(m) > 1}
+    if name in TREES + FORESTS + BOOSTED + HIST:
+        if scale is not None or _split_features(final) & many:
+            return None
+        return widen(final, keep, width)
+    if name not in LINEAR + MLP:
+        return None
+    wide = widen(final, keep, width) if scale is None else _scaled(final, keep, width, np.asarray(scale, dtype=np.float64))
+    if wide is None:
+        return None
+    if name in LINEAR:
+        coef = np.asarray(wide.coef_).copy()
+        for j in many:
+            coef[..., list(merged[j])] = coef[..., [keep[j]]]
+        wide.coef_ = coef
+        return wide
+    w0 = np.asarray(wide.coefs_[0]).copy()
+    for j in many:
+        w0[list(merged[j]), :] = w0[[keep[j]], :]
+    wide.coefs_ = [w0] + list(wide.coefs_[1:])
     return wide

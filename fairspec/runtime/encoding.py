@@ -84,10 +84,12 @@ def encode(enc: ir.Encoding, values: dict[str, np.ndarray], n: int) -> np.ndarra
     return X
 
 
-def decode_row(enc: ir.Encoding, fs: ir.FeatureSet, x) -> dict[str, object]:
+def decode_row(enc: ir.Encoding, fs: ir.FeatureSet, x, known: dict | None = None) -> dict[str, object]:
     """Spec-level feature values (category names, unscaled numbers) of one model-input vector, in the
     feature set's order (a witness is read against the spec; a scikit-learn ColumnTransformer's
-    column order is the model's, not the user's)."""
+    column order is the model's, not the user's). ``known``: feature -> the category index the point
+    was encoded from (an enumeration's, a data row's), printed for a code column where its code is the
+    input (a table giving several categories one code: otherwise the first of them, kinds/shared_codes)."""
     x = np.asarray(x, dtype=np.float64)
     out: dict[str, object] = {}
     for c in enc.columns:
@@ -98,6 +100,9 @@ def decode_row(enc: ir.Encoding, fs: ir.FeatureSet, x) -> dict[str, object]:
         elif c.kind == "code":
             codes = np.asarray(c.codes)
             value = c.categories[int(np.argmin(np.abs(codes - seg[0])))]
+            k = None if known is None or c.feature not in known else int(round(float(known[c.feature])))
+            if k is not None and 0 <= k < len(c.codes) and float(c.codes[k]) == float(seg[0]):
+                value = c.categories[k]
         else:
             v = float(seg[0])
             if c.kind == "minmax" and c.scale is not None:

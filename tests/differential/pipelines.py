@@ -5,8 +5,8 @@ then, in a Pipeline(ColumnTransformer(...), final) fit on the domain's frame and
 ``fairspec.check(spec, models={"m": pipe}, data={"d": frame})`` (the api family's judge):
 
 - ``infrequent``: an OrdinalEncoder that groups infrequent categories (``max_categories`` /
-  ``min_frequency``, fit on rows whose category counts differ): folded when one category alone is
-  infrequent (its codes read off its transform), else evaluated whole (FS423: a shared code);
+  ``min_frequency``, fit on rows whose category counts differ): folded (its codes read off its transform;
+  several grouped share a code, folded since session 33);
 - ``weights``: ColumnTransformer ``transformer_weights`` (folded on passthrough numbers, code tables and
   scalers times a power of 2; evaluated whole on a one-hot block or a scaler times 3, FS423);
 - ``imputer``: a SimpleImputer whose ``missing_values`` is a domain value (an int, or a category
@@ -83,11 +83,11 @@ def _cat_step(rng, f: Feature, fit_frame, want: set, info: dict, force: str | No
             opts = {"min_frequency": int(np.median(counts.values)) + int(rng.integers(0, 2))}
         if rng.random() < 0.3:
             opts.update(handle_unknown="use_encoded_value", unknown_value=-1)
-        if rng.random() < 0.3:      # a one-hot block grouping them too (README: evaluated whole as well)
-            if "handle_unknown" in opts:
+        if rng.random() < 0.3:      # a one-hot block grouping them too (folded since session 33, in the declared
+            if "handle_unknown" in opts:    # order: a folded one-hot block in another is FS422)
                 opts.update(handle_unknown="infrequent_if_exist")
                 opts.pop("unknown_value")
-            step = OneHotEncoder(sparse_output=False, **opts)
+            step = OneHotEncoder(sparse_output=False, categories=[declared], **opts)
         else:
             step = OrdinalEncoder(**opts)
         info.setdefault("constructs", []).append(f"{type(step).__name__} {f.name} {opts}")
@@ -195,7 +195,7 @@ def _booster_final(rng, kind: str, Xt: np.ndarray, info: dict, side=None):
 
 def _whole(pipe) -> bool:
     """Whether fairspec evaluates the fitted pipeline whole (FS423): an imputer of a value of a number or one
-    mapping a category onto another, an encoder grouping several categories as infrequent (a shared code), a
+    mapping a category onto another before a OneHotEncoder, a OneHotEncoder grouping infrequent categories, a
     transformer weight on a one-hot block or, other than a power of 2, on a scaler (session 32 folds the other
     weights, and an encoder whose one infrequent category gets a code of its own). The folded encoding's columns
     are checked against the pipeline's own transform (tests/test_pipeline_fold_maps.py); here the decision only
@@ -205,7 +205,7 @@ def _whole(pipe) -> bool:
     return bool(fold(pipe).unfoldable)
 
 
-def _unit_blocks(pre, Xt: np.ndarray) -> np.ndarray:
+def _unit_blocks(pre, Xt: np.ndarray, frame=None) -> np.ndarray:
     """The transformed matrix with each one-hot block a transformer weight w scaled (0 / w) back to 0 / 1:
     fairspec's encoding of a folded pipeline (it reads the final estimator widened, its weights times w)."""
     X = Xt.copy()
@@ -215,7 +215,30 @@ def _unit_blocks(pre, Xt: np.ndarray) -> np.ndarray:
         if type(last).__name__ == "OneHotEncoder" and w != 1:
             sl = pre.output_indices_[name]
             X[:, sl] = X[:, sl] / w
-    return X
+    return X if frame is None else _whole_grouped_blocks(pre, X, frame)
+
+
+def _whole_grouped_blocks(pre, X: np.ndarray, frame) -> np.ndarray:
+    """``X`` with each OneHotEncoder block grouping infrequent categories (one column for the group) written as
+    fairspec encodes it since session 33: one 0 / 1 column per category of the encoder, the frame's own category
+    set (the pipeline's estimator reads a group's column as the sum of its categories')."""
+    pieces = []
+    for name, sl in sorted(pre.output_indices_.items(), key=lambda kv: kv[1].start):
+        if sl.stop <= sl.start:
+            continue
+        step = pre.named_transformers_[name]
+        last = step.steps[-1][1] if hasattr(step, "steps") else step
+        grouped = type(last).__name__ == "OneHotEncoder" and any(
+            g is not None for g in (getattr(last, "infrequent_categories_", None) or []))
+        if grouped:
+            cols = [c for n, _, c in pre.transformers_ if n == name][0]
+            col = cols[0] if isinstance(cols, (list, tuple)) else cols
+            cats = list(last.categories_[0])
+            v = frame[col].to_numpy()
+            pieces.append(np.stack([(v == c).astype(np.float64) for c in cats], axis=1))
+        else:
+            pieces.append(X[:, sl])
+    return np.concatenate(pieces, axis=1) if pieces else X
 
 
 def _build(rng, shape: str, fs: list[Feature], P: np.ndarray, fit_frame, side=None):
@@ -262,7 +285,7 @@ def _build(rng, shape: str, fs: list[Feature], P: np.ndarray, fit_frame, side=No
     pipe = Pipeline([("pre", pre), ("clf", est)])
     whole = _whole(pipe)
     info["whole"] = whole
-    X = P.astype(np.float64) if whole else _unit_blocks(pre, Xt)
+    X = P.astype(np.float64) if whole else _unit_blocks(pre, Xt, frame)
     refusals = []
     if "extra" in info and rng.random() < 0.5:
         # a one-hot block fitted on the extra categories the feature leaves out: FS422 at lint

@@ -210,8 +210,9 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
             if by_batch:
                 details["batching"] = {"replayed": "as a pair, reversed and each point alone",
                                        "candidates_batch_dependent": tied}
-            w = Witness(tuple(float(v) for v in x), tuple(float(v) for v in x2), decode_row(enc, fs, x),
-                        decode_row(enc, fs, x2), (float(replayed[0]), float(replayed[1])),
+            w = Witness(tuple(float(v) for v in x), tuple(float(v) for v in x2),
+                        decode_row(enc, fs, x, {k: v[0] for k, v in one.items()}),
+                        decode_row(enc, fs, x2, {k: v[0] for k, v in one2.items()}), (float(replayed[0]), float(replayed[1])),
                         replayed_by=replayer_name(model))
             share = float(found_rows.mean())
             return Verdict(prop.name, prop.kind, "violated", value=float(share), witness=w, backend="data",
