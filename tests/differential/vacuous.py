@@ -745,8 +745,8 @@ def _real_spec(inst, X):
     decl, brace, rest = rest.partition("{\n")
     spec = head + sep + decl + brace + f"  rr : real in [{_text(lo)}, {_text(hi)}]\n" + rest
     head, sep, rest = spec.partition("encode F for m {\n")
-    body, close, tail = rest.partition("}\n")
-    spec = head + sep + body + f"  rr : {enc}\n" + close + tail
+    end = rest.index("\n}\n") + 1           # the block's own closing line (a code table has braces too)
+    spec = head + sep + rest[:end] + f"  rr : {enc}\n" + rest[end:]
     inst.info["real"] = [str(lo), str(hi), enc]
     for p in inst.props:
         if "real" in p.meta:
