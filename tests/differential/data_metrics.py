@@ -176,7 +176,9 @@ def generate(seed: int, n_props: int = 6) -> Instance:
         inst.judge = _judge
         inst.spec = _output_props(seed, df, races, text, files, props, inst.spec)
     if seed >= MORE_METRICS_FROM:
-        inst.spec = _more_metric_props(seed, df, decided, w, weights is not None, props, inst.spec)
+        from .data_more import more_metric_props
+
+        inst.spec = more_metric_props(seed, df, decided, w, weights is not None, props, inst.spec)
     return inst
 
 
@@ -432,14 +434,18 @@ def _output_props(seed, df, races, text, files, props, spec):
                                                       "arg": arg.strip(", "), "crossed": len(groups) > 1,
                                                       "point_value": True}, 60))
     if seed >= TO_OVERALL_FROM:
+        from .data_more import more_output_props
+
         out += _overall_output_props(seed, df, pred, truth_col, regression, k0 + 4)
+        out += more_output_props(seed, df, pred, truth_col, regression, k0 + len(out))
     props += out
     return spec
 
 
 #: session 33: from this instance seed on, the tree of ``_output_props`` gets three more properties with
-#: ``compare = to_overall`` (earlier instances are unchanged)
+#: ``compare = to_overall`` and those of ``data_more.more_output_props`` (earlier instances are unchanged)
 TO_OVERALL_FROM = 90_000_000
+MORE_METRICS_FROM = 90_000_000
 
 
 def _overall_output_props(seed, df, pred, truth_col, regression, k0, count=3):
@@ -515,120 +521,3 @@ def _overall_output_props(seed, df, pred, truth_col, regression, k0, count=3):
                                                       "compare": "to_overall", "point_value": True}, 60))
     return out
 
-
-# ------------------------------------------------------------------ session 33: the other binary metrics, derived groups
-
-#: from this instance seed on, four more properties: the binary metrics no other property writes (ratios of the
-#: error rates, FDR / FOR, the base-rate ratio, impact_ratio, most / least favoured, equalized_odds_ratio,
-#: average_odds_difference), often over a derived group ``group older = age >= A`` (earlier instances unchanged)
-MORE_METRICS_FROM = 90_000_000
-
-#: metric -> (rate, form): form diff (highest - lowest), ratio (lowest / highest), max, min
-MORE = {"error_rate_difference": ("err", "diff"), "accuracy_ratio": ("acc", "ratio"),
-        "predictive_parity_ratio": ("ppv", "ratio"), "false_negative_rate_ratio": ("fnr", "ratio"),
-        "false_positive_rate_ratio": ("fpr", "ratio"), "false_discovery_rate_difference": ("fdr", "diff"),
-        "false_discovery_rate_ratio": ("fdr", "ratio"), "false_omission_rate_difference": ("for", "diff"),
-        "false_omission_rate_ratio": ("for", "ratio"), "base_rate_ratio": ("base", "ratio"),
-        "impact_ratio": ("sel", "ratio"), "most_favoured": ("sel", "max"), "least_favoured": ("sel", "min"),
-        "equalized_odds_ratio": (("tpr", "fpr"), "ratio"), "average_odds_difference": (("tpr", "fpr"), "mean")}
-
-
-def _more_rates(df, dec, w, groups):
-    """``_rates`` and the false discovery / omission rates (FP / predicted positive, FN / predicted negative)."""
-    out = _rates(df, dec, w, groups)
-    for key, g in df.groupby(groups, sort=True):
-        d, y, ww = dec[g.index], g["__y"].to_numpy(), w[g.index]
-        npos = sum((a for a, b in zip(ww, d) if b), Fraction(0))
-        nneg = sum((a for a, b in zip(ww, d) if not b), Fraction(0))
-        fp = sum((a for a, b, c in zip(ww, d, y) if b and not c), Fraction(0))
-        fn = sum((a for a, b, c in zip(ww, d, y) if not b and c), Fraction(0))
-        r = out[key if isinstance(key, tuple) else (key,)]
-        r["fdr"], r["for"] = (fp / npos if npos else None), (fn / nneg if nneg else None)
-    return out
-
-
-def _more_value(metric, rates, over=None):
-    """The metric over the groups' rates (``over``: all rows' rates, ``compare = to_overall``); None where a rate
-    is undefined or a ratio's highest rate is 0."""
-    rate, form = MORE[metric]
-    if isinstance(rate, tuple):
-        parts = [_more_value(f"{form}:{r}", rates, over) for r in rate]
-        if None in parts:
-            return None
-        return min(parts) if form == "ratio" else (parts[0] + parts[1]) / 2
-    v = [r[rate] for r in rates.values()]
-    if any(x is None for x in v):
-        return None
-    if form == "max":
-        return max(v)
-    if form == "min":
-        return min(v)
-    if over is not None:
-        o = over[rate]
-        if o is None:
-            return None
-        if form == "diff" or form == "mean":
-            return max(abs(x - o) for x in v)
-        return min(Fraction(1) if x == 0 and o == 0 else Fraction(0) if x == 0 or o == 0 else min(x / o, o / x)
-                   for x in v)
-    if form in ("diff", "mean"):
-        return max(v) - min(v)
-    return None if max(v) == 0 else min(v) / max(v)
-
-
-for _r in ("tpr", "fpr"):
-    MORE[f"ratio:{_r}"], MORE[f"mean:{_r}"] = (_r, "ratio"), (_r, "diff")
-
-
-def _more_metric_props(seed, df, decided, w, weighted, props, spec, count=4):
-    """``count`` properties of the metrics in :data:`MORE` (the data set ``d`` for the base-rate ratio, else the
-    model), over sex, sex x race or sex x older (``group older = age >= A``), sometimes ``compare = to_overall``;
-    the truth as ``generate``'s: exact Fractions of the rows as read."""
-    rng = np.random.default_rng([25, seed, 91])
-    a = int(rng.integers(25, 70))
-    df = df.assign(older=np.where(df["age"].astype(int) >= a, "yes", "no"))
-    spec += f"group older = age >= {a}\n"
-    unit = np.array([Fraction(1)] * len(df), dtype=object)
-    names = sorted(k for k in MORE if ":" not in k)
-    k0 = len(props)
-    for k in range(k0, k0 + count):
-        groups = [["sex"], ["sex", "race"], ["sex", "older"], ["older"]][int(rng.integers(0, 4))]
-        metric = str(rng.choice(names))
-        rate, form = MORE[metric]
-        compare = "to_overall" if form in ("diff", "ratio", "mean") and rng.random() < 0.4 else None
-        ww = unit if metric == "base_rate_ratio" else w
-        rates = _more_rates(df, decided, ww, groups)
-        over = _more_rates(df.assign(__all="all"), decided, ww, ["__all"])[("all",)] if compare else None
-        value = _more_value(metric, rates, over)
-        if value is None:
-            metric, compare = "most_favoured", None
-            value = _more_value(metric, rates)
-        lower = form in ("diff", "mean") or (form in ("max", "min") and rng.random() < 0.5)
-        op = ("<=" if rng.random() < 0.5 else "<") if lower else (">=" if rng.random() < 0.5 else ">")
-        t = decimal_text(value)
-        thr = t if t is not None and rng.random() < 0.4 else \
-            f"{float(value) + float(rng.choice([-0.2, -0.05, 0.05, 0.2])):.6g}"
-        if thr.startswith("-") or "e" in thr:
-            thr = "0"
-        if Fraction(thr) > 1:
-            thr = "1"
-        if op == ">" and Fraction(thr) >= 1:
-            op = ">="
-        if op == "<" and Fraction(thr) <= 0:
-            op = "<="
-        target = "d" if metric == "base_rate_ratio" else "m"
-        lines = [f"{metric}({target}, groups {' x '.join(groups)}) {op} {thr}"]
-        if weighted and target == "m":
-            lines.append("weight = w")
-        if compare:
-            lines.append(f"compare = {compare}")
-        lines += [f"bootstrap = {int(rng.choice([100, 200]))}", f"seed = {k}", "min_group_size = 1"]
-        name = f"d{k}"
-        body = f"property {name} {{\n  " + "\n  ".join(lines) + "\n}"
-        status = "holds" if claim_holds(value, op, thr) else "violated"
-        truth = Truth(status, value=float(value), value_kind="metric", domain=-1, exact=value,
-                      note=f"exact value {value} over {len(df)} rows, groups {groups} (older: age >= {a})")
-        props.append(Prop(name, FAMILY, body, truth, {"metric": metric, "op": op, "threshold": thr, "compare": compare,
-                                                      "groups": "x".join(groups), "weighted": weighted,
-                                                      "point_value": True}, 60))
-    return spec
