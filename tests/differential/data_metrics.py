@@ -101,6 +101,11 @@ def generate(seed: int, n_props: int = 6) -> Instance:
         cols[c][int(rng.integers(0, n))] = "?" if (rng.random() < 0.6 or c in ("age", "y")) else ""
     for _ in range(int(rng.integers(0, 3))):
         cols["age"][int(rng.integers(0, n))] = str(int(rng.choice([12, 95])))
+    positive = None
+    if seed >= MORE_METRICS_FROM and mode == "decision":    # session 33: the decisions spelt as words
+        from .data_more import spell_decisions
+
+        positive = spell_decisions(seed, cols)
     text = ",".join(cols) + "\n" + "\n".join(",".join(cols[c][i] for c in cols) for i in range(n)) + "\n"
     files = {"d.csv": text.encode()}
 
@@ -114,8 +119,13 @@ def generate(seed: int, n_props: int = 6) -> Instance:
     w = [Fraction(v) for v in df["w"]] if weights is not None else [Fraction(1)] * len(df)
     w = np.array(w, dtype=object)
     if mode == "decision":
-        decided = (df["dec"].astype(int) == 1).to_numpy()
-        decl = 'model m = predictions(d, decision = "dec")'
+        if positive is None and seed < MORE_METRICS_FROM:
+            decided = (df["dec"].astype(int) == 1).to_numpy()
+        else:
+            from .data_more import decided_from
+
+            decided = decided_from(df["dec"], positive)
+        decl = 'model m = predictions(d, decision = "dec"' + (f', positive = "{positive}")' if positive else ")")
     elif mode == "score":
         decided = np.array([Fraction(v) > Fraction(1, 2) for v in df["s"]])
         decl = 'model m = predictions(d, score = "s", threshold = 0.5)'
@@ -176,9 +186,10 @@ def generate(seed: int, n_props: int = 6) -> Instance:
         inst.judge = _judge
         inst.spec = _output_props(seed, df, races, text, files, props, inst.spec)
     if seed >= MORE_METRICS_FROM:
-        from .data_more import more_metric_props
+        from .data_more import headerless, more_metric_props
 
         inst.spec = more_metric_props(seed, df, decided, w, weights is not None, props, inst.spec)
+        inst.spec = headerless(seed, inst.files, inst.spec)
     return inst
 
 

@@ -315,3 +315,45 @@ def more_output_props(seed, df, pred, truth_col, regression, k0, count=2):
                                                     "arg": arg.strip(", "), "crossed": len(groups) > 1,
                                                     "point_value": True}, 60))
     return out
+
+
+# ------------------------------------------------------------------ how the data file says it
+
+YES = ("1", "yes", "Yes", "YES", "y", "Y", "true", "True", "TRUE", "t", "T", "1.0")
+NO = ("0", "no", "No", "NO", "n", "N", "false", "False", "FALSE", "f", "F", "0.0")
+
+
+def spell_decisions(seed, cols) -> str | None:
+    """The logged decision column ``dec`` (1 / 0) spelt another way (README 'Audits without a model file'): 1/0 as
+    they are, yes/no, true/false, t/f, y/n in any case (each row its own spelling), or values that need
+    ``positive = ...``: approve / deny, -1 / 1 (positive "1"), 2 / 1 (positive "2"). Returns the positive value
+    the declaration must name, or None."""
+    rng = np.random.default_rng([25, seed, 94])
+    how = str(rng.choice(["as-is", "words", "words", "approve", "minus", "two"]))
+    dec = cols["dec"]
+    if how == "as-is":
+        return None
+    if how == "words":
+        cols["dec"] = [str(rng.choice(YES)) if v == "1" else str(rng.choice(NO)) for v in dec]
+        return None
+    pos, neg = {"approve": ("approve", "deny"), "minus": ("1", "-1"), "two": ("2", "1")}[how]
+    cols["dec"] = [pos if v == "1" else neg for v in dec]
+    return pos
+
+
+def decided_from(col, positive) -> np.ndarray:
+    """The decisions of the column as read: the positive value named, else the words of :data:`YES`."""
+    if positive is not None:
+        return (col == positive).to_numpy()
+    return col.isin(YES).to_numpy()
+
+
+def headerless(seed, files, spec) -> str:
+    """A third of the instances write ``d.csv`` without its header line and name the columns in the declaration
+    (``header = false, columns = [...]``)."""
+    rng = np.random.default_rng([25, seed, 95])
+    if rng.random() >= 1 / 3:
+        return spec
+    head, _, body = files["d.csv"].decode().partition("\n")
+    files["d.csv"] = body.encode()
+    return spec.replace('csv("d.csv", ', f'csv("d.csv", header = false, columns = [{", ".join(head.split(","))}], ', 1)
