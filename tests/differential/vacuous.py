@@ -18,7 +18,12 @@ the witness check reads exactly; half their MILP runs ``engine = portfolio``, ha
 constants that are not dyadic -- ``x.f * 0.1 >= 0.3``, ``x.f / 10 < 0.2``, ``x.f + 0.1 > 3.1``, ``x.f <= 2.9``,
 ``x.f * 0.3 == 0.9``, ``x.f * 0.1 > x'.f * 0.1 + 0.2`` -- each constant read as the float it is stored as and as
 the decimal it is written as (README, further conditions): the truth is that of both readings where they agree,
-else ``reading-dependent``, where only `unknown` is right; a witness must meet the condition in both readings).
+else ``reading-dependent``, where only `unknown` is right; a witness must meet the condition in both readings);
+``real`` (session 33, three more from seed 90,000,000 on, v12-v14: a real feature ``rr`` declared with dyadic ends,
+encoded last and read by the network with weight 0 -- ``mr.onnx``, kept only where it scores every domain point as
+``m.onnx`` does -- tied by the pair and bounded at an end of its range with non-dyadic constants, ``x.rr + 0.2 >
+1.2``, ``x'.rr * 0.3 <= 0.15``, ``x.rr / 10 < 0.025``: the pairs meeting it are all or none of the discrete ones,
+per reading; outside the unknown target, the domain being continuous).
 
 Every property is in the unknown target (session 30): a pre-condition some pair meets is decided by the
 enumeration over exactly the pairs meeting it (fairspec/kinds/pair_pre.py), not left unknown.
