@@ -211,6 +211,12 @@ def generate(seed: int, n_props: int = 5) -> Instance:
         status = stats[0] if stats[0] == stats[1] else "reading-dependent"
         backend = str(rng.choice(["default", "default", "milp", "smt"]))
         mode = "find" if rng.random() < 0.25 else "prove"
+        top = None
+        if post == "logit" and seed >= MAXIMIZE_FROM and rng.random() < 0.3:
+            # maximize: the largest |logit - logit'| over the pairs; judged where both readings reach the same inputs
+            mode = "maximize"
+            if reach[0] == reach[1] and reach[0]:
+                top = max(abs(Fraction(Z[(f, 1, f0)]) - Fraction(Z[(f, 0, f0)])) for f in reach[0] for f0 in range(3))
         lines = ["forall x, x' : F", "require x.* == x'.* except {g}"] + [f"require {c.text}" for c in conds]
         lines.append("ensure label(m(x)) == label(m(x'))" if post == "label"
                      else f"ensure |logit(m(x)) - logit(m(x'))| {op} {eps}")
@@ -222,6 +228,7 @@ def generate(seed: int, n_props: int = 5) -> Instance:
         name = f"w{k}"
         text = f"property {name} {{\n  " + "\n  ".join(lines) + "\n}"
         truth = Truth(status, check_witness=_checker(blob, conds, post, op, eps), domain=-1,
+                      value=None if top is None else float(top), value_kind=None if top is None else "max", exact=top,
                       pairs=6 * max(len(reach[0]), len(reach[1])),
                       note=f"float32 inputs reached: float reading {[repr(x) for x in reach[0]]}, decimal reading "
                            f"{[repr(x) for x in reach[1]]}")
@@ -230,6 +237,10 @@ def generate(seed: int, n_props: int = 5) -> Instance:
                 "window": [c.text for c in conds]}
         props.append(Prop(name, FAMILY, text, truth, meta, 20.0))
     return Instance(FAMILY, seed, spec, files, props, info)
+
+
+#: from this instance seed on, three logit properties in ten maximize
+MAXIMIZE_FROM = 1_000
 
 
 def _scores(blob, fl) -> dict:
