@@ -236,7 +236,98 @@ def generate(seed: int, n_props: int = 5) -> Instance:
                 "dtype": "float32", "center": cs, "reached": [len(reach[0]), len(reach[1])],
                 "window": [c.text for c in conds]}
         props.append(Prop(name, FAMILY, text, truth, meta, 20.0))
+    if seed >= FREE_FROM:
+        props.append(_free_prop(np.random.default_rng([33, seed, 1]), f"w{n_props}", blob, center))
     return Instance(FAMILY, seed, spec, files, props, info)
+
+
+#: from this instance seed on, one more property (w5) compares rr too: ``except {g, rr}``, a window on each input
+FREE_FROM = 1_000
+
+
+def _free_prop(rng, name, blob, center) -> Prop:
+    """rr in the braces (``except {g, rr}``): x.rr and x'.rr each bounded to a window of its own, a few float32
+    steps wide; a pair breaks the post when some float32 each window reaches, and some g, g', give the two points
+    another label (a logit difference past eps) at a shared f0 (such two points differ, so the pair is admissible:
+    in g, or in rr, whose float64 values round to different float32)."""
+    u32 = Fraction(_ulp32(center))
+    conds, sides = [], []
+    for v in ("x", "x'"):
+        mid = Fraction(center) + Fraction(int(rng.integers(-6, 7))) * u32 / 2
+        lo = mid - Fraction(int(rng.integers(0, 4))) * u32 / 2 - Fraction(1, 10 ** 10)
+        hi = mid + Fraction(int(rng.integers(0, 4))) * u32 / 2 + Fraction(1, 10 ** 10)
+        side = [_cond(rng, v, lo, True), _cond(rng, v, hi, False)]
+        conds += side
+        sides.append(side)
+    post = "label" if rng.random() < 0.6 else "logit"
+    reach = [[_reached(_float_bounds(sd, k)) for sd in sides] for k in (FLOAT, DECIMAL)]
+    allf = sorted({f for rk in reach for fl in rk for f in fl})
+    Z = _scores(blob, allf)
+    op = eps = None
+    if post == "logit":
+        diffs = [abs(Fraction(Z[(f, g, f0)]) - Fraction(Z[(f2, g2, f0)])) for f in reach[1][0] for f2 in reach[1][1]
+                 for g in (0, 1) for g2 in (0, 1) for f0 in range(3)]
+        op = "<=" if rng.random() < 0.6 else "<"
+        eps = (decimal_text(max(diffs)) or f"{float(max(diffs)):.6g}") if diffs and rng.random() < 0.6 else \
+            str(rng.choice(["0.5", "1", "2", "4"]))
+        if op == "<" and Fraction(eps) == 0:
+            op = "<="
+
+    def broken(za, zb):
+        if post == "label":
+            return (za > 0) != (zb > 0)
+        dd = abs(Fraction(za) - Fraction(zb))
+        return dd > Fraction(eps) if op == "<=" else dd >= Fraction(eps)
+
+    stats = []
+    for fx, fy in reach:
+        bad = any(broken(Z[(f, g, f0)], Z[(f2, g2, f0)]) for f in fx for f2 in fy for g in (0, 1) for g2 in (0, 1)
+                  for f0 in range(3))
+        stats.append("violated" if bad else "holds")
+    status = stats[0] if stats[0] == stats[1] else "reading-dependent"
+    backend = str(rng.choice(["default", "default", "milp", "smt"]))
+    lines = ["forall x, x' : F", "require x.* == x'.* except {g, rr}"] + [f"require {c.text}" for c in conds]
+    lines.append("ensure label(m(x)) == label(m(x'))" if post == "label"
+                 else f"ensure |logit(m(x)) - logit(m(x'))| {op} {eps}")
+    if backend != "default":
+        lines.append(f"using {backend}")
+    lines.append("timeout = 20s")
+    text = f"property {name} {{\n  " + "\n  ".join(lines) + "\n}"
+
+    def check(w):
+        if not w:
+            return "a violation without a witness"
+        pts = []
+        for side, sd in zip(("features", "features_prime"), sides):
+            ft = w.get(side) or {}
+            try:
+                rr = ft["rr"]
+                r = Fraction(rr) if isinstance(rr, str) else Fraction(float(rr))
+                g = {"A": 0, "B": 1}[str(ft["g"])]
+                f0 = int(ft["f0"])
+            except (KeyError, TypeError, ValueError):
+                return f"the witness's {side} {ft!r} is not a domain point"
+            if not (0 <= r <= 1) or f0 not in (0, 1, 2):
+                return f"the witness's {side} {ft!r} is outside the domain"
+            for c in sd:
+                if not all(c.fn(r, k) for k in (FLOAT, DECIMAL)):
+                    return f"the witness's {side} rr = {float(r)!r} breaks {c.text} in a reading of its constants"
+            pts.append((r, g, f0))
+        if pts[0][2] != pts[1][2]:
+            return "the witness pair differs in f0, which the pre-condition ties"
+        if pts[0][:2] == pts[1][:2]:
+            return "the witness pair differs in neither g nor rr"
+        X = np.array([[float(p[0]), p[1], p[2]] for p in pts], dtype=np.float64).astype(np.float32)
+        z = [float(v) for v in np.asarray(run_onnx(blob, X), dtype=np.float64).reshape(-1)]
+        if not broken(z[0], z[1]):
+            return f"the witness pair's logits {z} meet the post-condition on the runtime"
+        return None
+
+    truth = Truth(status, check_witness=check, domain=-1, pairs=36 * max(1, len(allf)),
+                  note=f"float32 inputs reached (x, x'): float reading {reach[0]}, decimal reading {reach[1]}")
+    meta = {"post": post, "op": op, "eps": eps, "backend": backend, "mode": "prove", "runtime": "onnx",
+            "dtype": "float32", "center": str(center), "free": True, "window": [c.text for c in conds]}
+    return Prop(name, FAMILY, text, truth, meta, 20.0)
 
 
 #: from this instance seed on, three logit properties in ten maximize
