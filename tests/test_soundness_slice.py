@@ -51,14 +51,18 @@ SLICE = {
     "network-sklearn-solver": (3000026,),   # a logistic regression's label maximize (prob vs logit units)
     "trees": (5, 6, 7, 9, 12),
     "trees-solver": (7, 20, 24, 69, 70, 108, 117),
-    "distribution": (3, 5, 15, 16, 20, 32, 33, 38),
+    # 90000000 (session 33): bootstrap = N over distributions estimated from the rows
+    "distribution": (3, 5, 15, 16, 20, 32, 33, 38, 90000000),
     # 49000002: a share claim `> 1` (FS507 since session 26) that the generator wrote until session 27
     "pba": (1, 3, 4, 5, 7, 4000001, 4000003, 49000002),
-    "data": (0, 1, 2, 6, 8),
+    # 90000008 (session 33): decisions spelt as words in any case, a file without its header line, the metrics
+    # of differential/data_more.py (FDR / FOR, ratios, entropy indices, a derived group, to_overall on a tree)
+    "data": (0, 1, 2, 6, 8, 90000008),
     # 18000044: torch, counterfactuals within the runtime's rounding of a bucket boundary (batch ties)
     "kdisc": (1, 4, 5, 6, 8, 10, 39, 18000044),
     "kdisc-solver": (10, 39),
-    "multiclass": (2, 4),
+    # 91000003 (session 33): torch, k-discrimination of the multiclass network (classes, class = c)
+    "multiclass": (2, 4, 91000003),
     # 18000022: torch, class-change witnesses on a class boundary, replayed alone, as a pair and reversed
     "multiclass-solver": (4, 6, 18000022),
     "regression": (6, 10),
@@ -114,7 +118,9 @@ SLICE = {
     "repair": (0, 1, 2, 3, 30000011, 34000005),
     # session 30: pre-conditions no pair meets (certify's no-pair proof) and neighbours some pair meets
     # (differential/vacuous.py)
-    "vacuous": (0, 1, 2),
+    # 90000000 (session 33): three more properties bounding a real feature (read with weight 0) by non-dyadic
+    # constants at its range's ends
+    "vacuous": (0, 1, 2, 90000000),
     # the same with enumeration off: tied int bounds narrow the solvers' box (kinds/lowering.tied_int_bounds);
     # 41000005: a violation the MILP finds only inside the narrowed box (4 wrong without it, seed 41)
     # 62000006: two tolerance lines on one feature; 83000004 (session 32): a pre-condition testing a boolean coded
@@ -127,6 +133,9 @@ SLICE = {
     # 72000007 (float32 weights, so the runtime error bound E > 0): p0 (label) proved with 2 Proofs of
     # certify.layersplit (14 boxes), p1 (logit eps) with 2 of certify.relsplit (28 boxes), in the first decision pass
     "network-split-solver": (72000007,),
+    # session 33: a real feature a float32 network is steep or gentle in, bounded to a window a few float32 steps
+    # wide with non-dyadic constants (differential/real_window.py): the runtime reads float32(rr)
+    "real-window": (0, 3),
 }
 
 
@@ -163,6 +172,7 @@ CELL_OF = {
     "vacuous-solver": lambda m: m.get("cell"),
     "kdisc-boxes": lambda m: "trees",
     "network-split-solver": lambda m: m.get("kind"),
+    "real-window": lambda m: m.get("backend"),
 }
 
 PAIR_CELLS = [f"{b}-{d}" for b in ("default", "milp", "milp-scip", "smt") for d in ("decide", "maximize")]
@@ -196,6 +206,7 @@ CELLS = {
     "vacuous-solver": ["empty", "met"],
     "kdisc-boxes": ["trees"],
     "network-split-solver": ["one_live"],
+    "real-window": ["default", "milp", "smt"],
 }
 
 # (family, cell) -> (owner, what is still wrong there).  Remove an entry when its test XPASSes.

@@ -73,6 +73,11 @@ def families() -> dict:
     from . import network_split
 
     out[network_split.FAMILY] = network_split.generate
+    # session 33: a real feature the network is steep in, bounded to a window a few float32 steps wide with
+    # non-dyadic constants (the runtime reads float32(rr); the solvers reason about the reals)
+    from . import real_window
+
+    out[real_window.FAMILY] = real_window.generate
     return out
 
 

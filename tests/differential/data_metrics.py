@@ -101,6 +101,11 @@ def generate(seed: int, n_props: int = 6) -> Instance:
         cols[c][int(rng.integers(0, n))] = "?" if (rng.random() < 0.6 or c in ("age", "y")) else ""
     for _ in range(int(rng.integers(0, 3))):
         cols["age"][int(rng.integers(0, n))] = str(int(rng.choice([12, 95])))
+    positive = None
+    if seed >= MORE_METRICS_FROM and mode == "decision":    # session 33: the decisions spelt as words
+        from .data_more import spell_decisions
+
+        positive = spell_decisions(seed, cols)
     text = ",".join(cols) + "\n" + "\n".join(",".join(cols[c][i] for c in cols) for i in range(n)) + "\n"
     files = {"d.csv": text.encode()}
 
@@ -114,8 +119,13 @@ def generate(seed: int, n_props: int = 6) -> Instance:
     w = [Fraction(v) for v in df["w"]] if weights is not None else [Fraction(1)] * len(df)
     w = np.array(w, dtype=object)
     if mode == "decision":
-        decided = (df["dec"].astype(int) == 1).to_numpy()
-        decl = 'model m = predictions(d, decision = "dec")'
+        if positive is None and seed < MORE_METRICS_FROM:
+            decided = (df["dec"].astype(int) == 1).to_numpy()
+        else:
+            from .data_more import decided_from
+
+            decided = decided_from(df["dec"], positive)
+        decl = 'model m = predictions(d, decision = "dec"' + (f', positive = "{positive}")' if positive else ")")
     elif mode == "score":
         decided = np.array([Fraction(v) > Fraction(1, 2) for v in df["s"]])
         decl = 'model m = predictions(d, score = "s", threshold = 0.5)'
@@ -175,6 +185,11 @@ def generate(seed: int, n_props: int = 6) -> Instance:
         props += _option_props(seed, df, decided, w, weights is not None, n_props)
         inst.judge = _judge
         inst.spec = _output_props(seed, df, races, text, files, props, inst.spec)
+    if seed >= MORE_METRICS_FROM:
+        from .data_more import headerless, more_metric_props
+
+        inst.spec = more_metric_props(seed, df, decided, w, weights is not None, props, inst.spec)
+        inst.spec = headerless(seed, inst.files, inst.spec)
     return inst
 
 
@@ -429,5 +444,91 @@ def _output_props(seed, df, races, text, files, props, spec):
                                                       "model": "regression" if regression else "multiclass",
                                                       "arg": arg.strip(", "), "crossed": len(groups) > 1,
                                                       "point_value": True}, 60))
+    if seed >= TO_OVERALL_FROM:
+        from .data_more import more_output_props
+
+        out += _overall_output_props(seed, df, pred, truth_col, regression, k0 + 4)
+        out += more_output_props(seed, df, pred, truth_col, regression, k0 + len(out))
     props += out
     return spec
+
+
+#: session 33: from this instance seed on, the tree of ``_output_props`` gets three more properties with
+#: ``compare = to_overall`` and those of ``data_more.more_output_props`` (earlier instances are unchanged)
+TO_OVERALL_FROM = 90_000_000
+MORE_METRICS_FROM = 90_000_000
+
+
+def _overall_output_props(seed, df, pred, truth_col, regression, k0, count=3):
+    """``compare = to_overall`` on the multiclass / regression tree (README 'Group metrics': each group against
+    the whole population): a binary metric of ``class = c`` / ``threshold = t`` (the largest |rate - overall|, the
+    smallest min(rate/overall, overall/rate)), ``class_distribution_distance`` (the largest total variation
+    between a group's and all rows' class shares), ``mean_prediction_difference`` / ``mean_error_difference``
+    (the largest |group mean - overall mean|); exact Fractions of the tree's own ``predict``."""
+    rng = np.random.default_rng([25, seed, 90])
+    unit = np.array([Fraction(1)] * len(df), dtype=object)
+    out = []
+    for k in range(k0, k0 + count):
+        groups = ["sex", "race"] if rng.random() < 0.5 else ["sex"]
+        keys = [tuple(r) for r in df[groups].to_numpy()]
+        gnames = sorted(set(keys))
+        members = [[i for i, kk in enumerate(keys) if kk == gn] for gn in gnames]
+        everyone = list(range(len(keys)))
+        binary = ["statistical_parity", "equal_opportunity", "false_positive_rate_difference", "disparate_impact",
+                  "equalized_odds", "error_rate_ratio"]
+        extra = (["mean_prediction_difference", "mean_error_difference"] if regression
+                 else ["class_distribution_distance"])
+        metric = str(rng.choice(binary + extra * 2))
+        arg = ""
+        if metric in ("mean_prediction_difference", "mean_error_difference"):
+            err = metric == "mean_error_difference"
+
+            def mean(idx):
+                return sum((Fraction(float(pred[i])) - (Fraction(truth_col[i]) if err else 0) for i in idx),
+                           Fraction(0)) / len(idx)
+            over = mean(everyone)
+            value = max(abs(mean(idx) - over) for idx in members)
+        elif metric == "class_distribution_distance":
+            def share(idx):
+                return {c: Fraction(sum(pred[i] == c for i in idx), len(idx)) for c in CLASSES}
+            over = share(everyone)
+            value = max(sum(abs(s[c] - over[c]) for c in CLASSES) / 2 for s in map(share, members))
+        else:
+            if regression:
+                t = str(rng.choice(sorted({str(float(v)) for v in pred}) + ["1.5", "2"]))
+                decided = np.array([Fraction(float(v)) >= Fraction(t) for v in pred])
+                y = np.array([Fraction(v) >= Fraction(t) for v in truth_col])
+                arg = f", threshold = {t}"
+            else:
+                ci = int(rng.integers(0, 3))
+                decided, y = pred == CLASSES[ci], truth_col == CLASSES[ci]
+                arg = f', class = "{CLASSES[ci]}"' if rng.random() < 0.6 else f", class = {ci}"
+            dy = df.assign(__y=y)
+            value = _to_overall(metric, _rates(dy, decided, unit, groups), _overall(dy, decided, unit))
+            if value is None:
+                metric = "statistical_parity"
+                value = _to_overall(metric, _rates(dy, decided, unit, groups), _overall(dy, decided, unit))
+        lower = metric not in RATIO
+        op = ("<=" if rng.random() < 0.5 else "<") if lower else (">=" if rng.random() < 0.5 else ">")
+        dt = decimal_text(value)
+        thr = dt if dt is not None and rng.random() < 0.5 else f"{float(value) + float(rng.choice([-0.2, -0.05, 0.05, 0.2])):.6g}"
+        if thr.startswith("-") or "e" in thr:
+            thr = "0"
+        if Fraction(thr) > 1 and metric not in ("mean_prediction_difference", "mean_error_difference"):
+            thr = "1"
+        if op == ">" and Fraction(thr) >= 1 and metric in RATIO:
+            op = ">="
+        if op == "<" and Fraction(thr) <= 0:
+            op = "<="
+        name = f"d{k}"
+        body_p = (f"property {name} {{\n  {metric}(t, groups {' x '.join(groups)}{arg}) {op} {thr}\n"
+                  f"  compare = to_overall\n  bootstrap = 100\n  seed = {k}\n  min_group_size = 1\n}}")
+        status = "holds" if claim_holds(value, op, thr) else "violated"
+        truth = Truth(status, value=float(value), value_kind="metric", domain=-1, exact=value,
+                      note=f"exact value {value} (to_overall) of the tree's predict over {len(df)} rows")
+        out.append(Prop(name, FAMILY, body_p, truth, {"metric": metric, "op": op, "threshold": thr,
+                                                      "model": "regression" if regression else "multiclass",
+                                                      "arg": arg.strip(", "), "crossed": len(groups) > 1,
+                                                      "compare": "to_overall", "point_value": True}, 60))
+    return out
+

@@ -423,7 +423,90 @@ def _from_data(seed, fs, cpts, P, decided, groups, backends, files, info, props,
                                                       "backend": backend, "kind": kind, "from_data": True,
                                                       "rows": n, "point_value": True, "true_value": str(tv),
                                                       "tie": tv == Fraction(thr)}, 20))
+    if seed >= BOOTSTRAP_FROM:
+        props += _bootstrap_props(seed, fs, P, decided, J, F, groups, n, len(props))
     return spec
+
+
+#: session 33: from this instance seed on, two more properties over the distributions estimated from the rows
+#: decide by ``bootstrap = N`` (README 'Backends': the percentile interval over N networks re-estimated from
+#: resamples of the rows) instead of the rigorous bound (earlier instances are unchanged)
+BOOTSTRAP_FROM = 90_000_000
+
+
+def _bootstrap_props(seed, fs, P, decided, J, F, groups, n, k0, count=2):
+    """``bootstrap = N`` over ``independent(dd)`` / ``conditional(dd)``: the value must be the metric of the
+    distribution fitted to the rows (exact), a `holds (estimated)` / `violated` must have its whole interval on
+    its side of the threshold (``_judge``), and a verdict that the true network's value contradicts is a miss of
+    the percentile interval, recorded (``meta["bootstrap_miss"]``) but not wrong: the interval promises no
+    coverage."""
+    rng = np.random.default_rng([22, seed, 90])
+    out = []
+    for k in range(k0, k0 + count):
+        kind = "independent" if rng.random() < 0.5 else "conditional"
+        true, est = _model_ppvs(kind, fs, P, decided, J), _model_ppvs(kind, fs, P, decided, F)
+        if true is None or est is None:
+            continue
+        metric = str(rng.choice(["statistical_parity", "most_favoured", "least_favoured", "disparate_impact"]))
+        tv, ev = _metric(metric, true), _metric(metric, est)
+        if tv is None or ev is None:
+            metric = "statistical_parity"
+            tv, ev = _metric(metric, true), _metric(metric, est)
+        upper = metric == "statistical_parity" or (metric != "disparate_impact" and rng.random() < 0.3)
+        op = ("<=" if rng.random() < 0.5 else "<") if upper else (">=" if rng.random() < 0.5 else ">")
+        c = rng.random()
+        thr = decimal_text(ev) if c < 0.2 else None
+        if thr is None:
+            thr = f"{float(ev) + float(rng.choice([-1, 1])) * float(rng.choice([0.01, 0.05, 0.2, 0.4])):.6g}"
+        if thr.startswith("-") or "e" in thr:
+            thr = "0"
+        if Fraction(thr) > 1:
+            thr = "1"
+        if op == ">" and Fraction(thr) >= 1:
+            op = ">="
+        if op == "<" and Fraction(thr) <= 0:
+            op = "<="
+        dist = "ind" if kind == "independent" else "cond"
+        boot = int(rng.choice([50, 200]))
+        lines_p = [f"{metric}(clf, groups {groups}, distribution {dist}) {op} {thr}", f"bootstrap = {boot}",
+                   f"seed = {k}"]
+        conf = str(rng.choice(["", "0.9", "0.99"]))
+        if conf:
+            lines_p.append(f"confidence = {conf}")
+        lines_p.append("timeout = 30s")
+        name = f"q{k}"
+        body = f"property {name} {{\n  " + "\n  ".join(lines_p) + "\n}"
+        status = "holds" if claim_holds(tv, op, thr) else "violated"
+        truth = Truth(status, value=float(ev), value_kind="metric", domain=-1,
+                      note=f"{kind} fitted to the true network: {tv}; to the {n} rows: {ev}", exact=ev)
+        out.append(Prop(name, FAMILY, body, truth, {"metric": metric, "op": op, "threshold": thr,
+                                                    "backend": "default", "kind": kind, "from_data": True,
+                                                    "rows": n, "point_value": True, "true_value": str(tv),
+                                                    "bootstrap": boot, "tie": tv == Fraction(thr)}, 30))
+    return out
+
+
+def _bootstrap_judged(p, o, v):
+    """A ``bootstrap = N`` property's outcome (``_bootstrap_props``): a verdict whose own interval does not lie on
+    its side of the threshold is wrong (``interval``); a miss against the true network's value is not."""
+    if not p.meta.get("bootstrap") or v is None or o.defect in ("crash", "missing", "value-wrong", "no-proof"):
+        return o
+    if o.defect in ("false-estimate", "false-violation"):
+        o.meta = {**o.meta, "bootstrap_miss": o.why}
+        o.klass, o.defect, o.why = "correct", "", ""
+    if o.status in ("holds", "violated"):
+        iv = ((v.get("details") or {}).get("bootstrap") or {}).get("interval")
+        if o.status == "holds" and o.how != "estimated":
+            o.klass, o.defect, o.why = "wrong", "interval", f"holds ({o.how}) from a bootstrap interval"
+        elif iv is None:
+            o.klass, o.defect, o.why = "wrong", "interval", f"{o.status} with no bootstrap interval in its details"
+        else:
+            want = o.status == "holds"
+            ends = [claim_holds(x, p.meta["op"], p.meta["threshold"]) == want for x in iv]
+            if not all(ends):
+                o.klass, o.defect = "wrong", "interval"
+                o.why = f"{o.status}, but its bootstrap interval {iv} is not on that side of {p.meta['threshold']}"
+    return o
 
 
 def _structure_ppvs(fs, P, decided, J, parents: dict):
@@ -498,6 +581,9 @@ def _judge(spec, props, base):
     for j, o in enumerate(outs):
         p = by_name[o.name]
         v = captured.get(o.name)
+        if p.meta.get("bootstrap"):
+            outs[j] = _bootstrap_judged(p, o, v)
+            continue
         if not hasattr(p, "bayes") or v is None or o.defect == "crash":
             continue
         if o.klass == "correct":       # judged against the placeholder: no truth until the structure is read

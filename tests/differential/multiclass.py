@@ -274,15 +274,21 @@ def generate(seed: int, n_props: int = 6) -> Instance:
         _portfolio(np.random.default_rng([25, seed, 4]), props)
     if seed >= KDISC_FROM and runtime == "onnx":
         props += _kdisc_props(np.random.default_rng([25, seed, 6]), fs, P, X, Y, head, k, size, len(props))
+    elif seed >= TORCH_KDISC_FROM and runtime == "torch":
+        props += _kdisc_props(np.random.default_rng([25, seed, 90]), fs, P, X, Y, head, k, size, len(props),
+                              runtime="torch")
     return Instance(FAMILY, seed, spec, files, props, info)
 
 
 #: session 32: from this instance seed on, an ONNX multiclass network gets two k-discrimination properties (the
 #: tree family's: distinct predicted classes, or ``class = c, eps = e`` on class c's probability as fairspec reads it)
 KDISC_FROM = 85_000_000
+#: session 33: from this instance seed on, a torch multiclass network gets them too (distinct predicted classes,
+#: ``class = c, eps = e``: the TorchScript module's batch, as the truth scores it)
+TORCH_KDISC_FROM = 90_000_000
 
 
-def _kdisc_props(rng, fs, P, X, Y, head, k, size, start, count=2):
+def _kdisc_props(rng, fs, P, X, Y, head, k, size, start, count=2, runtime="onnx"):
     """k-discrimination of the network over its protected features (all, or the first): README, "k-discrimination
     of a multiclass model (without index) counts, for every individual, the distinct predicted classes among its
     counterfactuals ... and with class = c buckets class c's probability by eps"."""
@@ -295,7 +301,7 @@ def _kdisc_props(rng, fs, P, X, Y, head, k, size, start, count=2):
     out = []
     for j in range(start, start + count):
         over = prot if rng.random() < 0.6 else prot[:1]
-        out.append(_kdisc_prop(rng, f"p{j}", FAMILY, fs, P, X, over, k, Pr, size, "onnx"))
+        out.append(_kdisc_prop(rng, f"p{j}", FAMILY, fs, P, X, over, k, Pr, size, runtime))
     return out
 
 

@@ -18,7 +18,12 @@ the witness check reads exactly; half their MILP runs ``engine = portfolio``, ha
 constants that are not dyadic -- ``x.f * 0.1 >= 0.3``, ``x.f / 10 < 0.2``, ``x.f + 0.1 > 3.1``, ``x.f <= 2.9``,
 ``x.f * 0.3 == 0.9``, ``x.f * 0.1 > x'.f * 0.1 + 0.2`` -- each constant read as the float it is stored as and as
 the decimal it is written as (README, further conditions): the truth is that of both readings where they agree,
-else ``reading-dependent``, where only `unknown` is right; a witness must meet the condition in both readings).
+else ``reading-dependent``, where only `unknown` is right; a witness must meet the condition in both readings);
+``real`` (session 33, three more from seed 90,000,000 on, v12-v14: a real feature ``rr`` declared with dyadic ends,
+encoded last and read by the network with weight 0 -- ``mr.onnx``, kept only where it scores every domain point as
+``m.onnx`` does -- tied by the pair and bounded at an end of its range with non-dyadic constants, ``x.rr + 0.2 >
+1.2``, ``x'.rr * 0.3 <= 0.15``, ``x.rr / 10 < 0.025``: the pairs meeting it are all or none of the discrete ones,
+per reading; outside the unknown target, the domain being continuous).
 
 Every property is in the unknown target (session 30): a pre-condition some pair meets is decided by the
 enumeration over exactly the pairs meeting it (fairspec/kinds/pair_pre.py), not left unknown.
@@ -85,6 +90,17 @@ def generate(seed: int):
                     shapes = ["nd"] + ([str(nd.choice(("nd", "range", "cat")))] if nd.random() < 0.4 else [])
                     props.append(_property(nd, j, fs, P, X, out, info, size, shapes=shapes, logit_odds=2,
                                            force_post="prob" if j == 11 and nd.random() < 0.5 else None))
+            if seed >= REAL_FROM:   # session 33: a real feature the network reads with weight 0, bounded
+                rl = np.random.default_rng([70, seed, 90])
+                info["real"] = _real_range(rl)
+                holder["X"] = X
+                for j in (12, 13, 14):
+                    shapes = ["real"] + ([str(rl.choice(("nd", "range", "cat")))] if rl.random() < 0.3 else [])
+                    p = _property(rl, j, fs, P, X, out, info, size, shapes=shapes, logit_odds=2,
+                                  force_post="prob" if j == 14 and rl.random() < 0.5 else None)
+                    p.truth.domain = -1          # a continuous domain: outside the unknown target
+                    p.meta["real"] = list(info["real"][:2])
+                    props.append(p)
             return props
 
         inst = nw.generate(inner, big=False, runtime="onnx", family=FAMILY, props_fn=props_fn)
@@ -94,6 +110,8 @@ def generate(seed: int):
             for p in inst.props:
                 p.meta.setdefault("dtype", inst.info.get("dtype"))
             inst.judge = judge
+            if "real" in inst.info:
+                _real_spec(inst, holder["X"])
             return inst
     raise RuntimeError(f"no instance with an integer feature near seed {seed}")
 
@@ -158,6 +176,11 @@ def _property(rng, k, fs, P, X, out, info, size, shapes=None, logit_odds=1, forc
 
     lines_extra, bounds, ors, rels = [], [], [], []  # require lines; conjunctive bounds; or-groups; x vs x'
     for shape in shapes:
+        if shape == "real":         # session 33: a non-dyadic bound on the real feature (REAL_FROM)
+            rc = _real_cond(rng, info["real"])
+            rels.append(rc)
+            lines_extra.append(rc.text)
+            continue
         _shape(rng, shape, fs, ints, ps, names, lines_extra, bounds, ors, rels)
 
     # every ordered pair of domain points: admissible, every bound on its side, every or-group
@@ -176,9 +199,9 @@ def _property(rng, k, fs, P, X, out, info, size, shapes=None, logit_odds=1, forc
         M &= any_
     # session 32: a non-dyadic condition (NDCond) is read twice, its constants as the floats they are stored as
     # (Mf) and as the decimals they are written as (M)
-    Mf = M.copy() if any(isinstance(r, NDCond) for r in rels) else None
+    Mf = M.copy() if any(isinstance(r, (NDCond, RealCond)) for r in rels) else None
     for r in rels:
-        if isinstance(r, NDCond):
+        if isinstance(r, (NDCond, RealCond)):
             M &= r.pairs(P, DECIMAL)
             Mf &= r.pairs(P, FLOAT)
         else:
@@ -251,6 +274,9 @@ def _property(rng, k, fs, P, X, out, info, size, shapes=None, logit_odds=1, forc
     name = f"v{k}"
     text = f"property {name} {{\n  " + "\n  ".join(lines) + "\n}"
     base_check = nw._witness_checker(fs, P, ps, out, post, op, eps, X)
+    reals = [r for r in rels if isinstance(r, RealCond)]
+    if reals:
+        base_check = reals[0].checker(base_check)
 
     def check(w):
         bad = base_check(w)
@@ -577,3 +603,156 @@ def _nd_cond(rng, fs, ints, ps, names) -> NDCond:
         sg = 1 if d > 0 else -1
         fn = lambda a, b, r, c=c, sg=sg: cmp(a * _read("0.1", r), b * _read("0.1", r) + sg * _read(c, r))
     return NDCond(text, i, fn)
+
+
+# ------------------------------------------------------------------ session 33: a real feature
+
+#: from this instance seed on, three more properties (v12-v14) bound a real feature ``rr`` with non-dyadic constants
+REAL_FROM = 90_000_000
+REAL_RANGES = ((0, 1), (-1, 2), (0, Fraction(1, 2)), (1, 4), (Fraction(1, 4), 3))
+
+
+def _real_range(rng):
+    """(lo, hi, encoding text) of the real feature ``rr``: dyadic ends (a float and a decimal reading agree)."""
+    lo, hi = (Fraction(v) for v in REAL_RANGES[int(rng.integers(0, len(REAL_RANGES)))])
+    enc = "raw" if rng.random() < 0.6 else f"minmax(lo = {_text(lo)}, hi = {_text(hi)})"
+    return lo, hi, enc
+
+
+class RealCond:
+    """``v.rr * a + b op c`` with non-dyadic constants (read as the floats they are stored as and as the decimals
+    they are written as), on the real feature ``rr`` the pair ties and the network reads with weight 0: the pairs
+    meeting it are every admissible pair of the discrete features when some value of [lo, hi] meets it in that
+    reading (a half-line meets the range iff it holds an end, a dyadic float: a witness exists there), none else."""
+
+    def __init__(self, text, lo, hi, enc, fn):
+        self.text, self.lo, self.hi, self.enc, self.fn = text, lo, hi, enc, fn
+
+    def met(self, reading) -> bool:
+        return self.fn(self.lo, reading) or self.fn(self.hi, reading)
+
+    def pairs(self, P, reading):
+        return np.full((P.shape[0], P.shape[0]), self.met(reading), dtype=bool)
+
+    def ok(self, p0, p1) -> bool:
+        return True                  # read from the witness itself (checker)
+
+    def checker(self, base):
+        """The network's witness check on the discrete features (the encoded vectors less their last column,
+        ``rr``'s), and ``rr``: one value on both sides, in [lo, hi], meeting the bound in both readings, encoded
+        as declared."""
+        def check(w):
+            if not w:
+                return "a violation without a witness"
+            vals = []
+            for side in ("features", "features_prime"):
+                v = (w.get(side) or {}).get("rr")
+                if v is None:
+                    return f"the witness's {side} lack feature rr"
+                try:
+                    vals.append(Fraction(v) if isinstance(v, str) else Fraction(float(v)))
+                except (TypeError, ValueError):
+                    return f"the witness's {side} value rr = {v!r} is not a number"
+            if vals[0] != vals[1]:
+                return f"the witness pair differs in rr ({float(vals[0])!r}, {float(vals[1])!r}), which it ties"
+            r = vals[0]
+            if not self.lo <= r <= self.hi:
+                return f"the witness's rr = {float(r)!r} is outside [{self.lo}, {self.hi}]"
+            if not all(self.fn(r, k) for k in (FLOAT, DECIMAL)):
+                return f"the witness's rr = {float(r)!r} breaks {self.text} in a reading of its constants"
+            w2 = dict(w)
+            if w.get("x") is not None:
+                want = float(r) if self.enc == "raw" else float((r - self.lo) / (self.hi - self.lo))
+                for side in ("x", "x_prime"):
+                    got = list(np.asarray(w[side], dtype=np.float64))
+                    if not got or abs(got[-1] - want) > 1e-9 * max(1.0, abs(want)):
+                        return f"the witness's {side} {got} does not end with rr's encoding {want!r}"
+                    w2[side] = got[:-1]
+            return base(w2)
+        return check
+
+
+def _real_cond(rng, real) -> RealCond:
+    """One bound of ``rr`` at an end of its range t, written with non-dyadic constants: ``v.rr + a op t + a``,
+    ``v.rr * a op t * a``, ``v.rr / 10 op t / 10`` or ``v.rr op t + d/10`` (v: x or x', the same value)."""
+    lo, hi, enc = real
+    at_lo = rng.random() < 0.5
+    t = lo if at_lo else hi
+    # pointing out of the range two times in three: at most the end itself meets it, where the readings part
+    out_ = rng.random() < 2 / 3
+    op = str(rng.choice(("<", "<=") if out_ == at_lo else (">", ">=")))
+    v = ("x", "x'")[int(rng.integers(0, 2))]
+    cmp = _CMP[op]
+    form = int(rng.choice([0, 0, 1, 1, 2, 3]))
+    if form == 0:
+        a = str(rng.choice(["0.1", "0.2", "0.3", "0.7"]))
+        c = decimal_text(t + Fraction(a))
+        text = f"{v}.rr + {a} {op} {c}"
+        fn = lambda r, k, a=a, c=c: cmp(r + _read(a, k), _read(c, k))
+    elif form == 1:
+        a = str(rng.choice(["0.1", "0.3", "0.7"]))
+        c = decimal_text(t * Fraction(a))
+        text = f"{v}.rr * {a} {op} {c}"
+        fn = lambda r, k, a=a, c=c: cmp(r * _read(a, k), _read(c, k))
+    elif form == 2:
+        c = decimal_text(t / 10)
+        text = f"{v}.rr / 10 {op} {c}"
+        fn = lambda r, k, c=c: cmp(r / 10, _read(c, k))
+    else:
+        c = decimal_text(t + Fraction(int(rng.choice([-3, -1, 1, 3])), 10))
+        text = f"{v}.rr {op} {c}"
+        fn = lambda r, k, c=c: cmp(r, _read(c, k))
+    return RealCond(text, lo, hi, enc, fn)
+
+
+def _with_zero_input(onnx_bytes: bytes) -> bytes:
+    """The network with one more input column (the last), weighted 0 in its first layer (initializer W0)."""
+    import onnx
+    from onnx import numpy_helper
+
+    m = onnx.load_from_string(onnx_bytes)
+    for k, init in enumerate(m.graph.initializer):
+        if init.name == "W0":
+            W = numpy_helper.to_array(init)
+            W2 = np.concatenate([W, np.zeros((1, W.shape[1]), dtype=W.dtype)], axis=0)
+            m.graph.initializer[k].CopyFrom(numpy_helper.from_array(W2, "W0"))
+    dim = m.graph.input[0].type.tensor_type.shape.dim[1]
+    dim.dim_value = dim.dim_value + 1
+    onnx.checker.check_model(m)
+    return m.SerializeToString()
+
+
+def _real_spec(inst, X):
+    """The real properties' spec: ``rr : real in [lo, hi]`` declared, encoded last, the network ``mr.onnx`` (the
+    same weights, a zero row for rr); kept only where it scores every domain point (at rr = lo and hi) exactly as
+    the network the truth scored (else the properties are dropped)."""
+    lo, hi, enc = inst.info["real"]
+    dtype = inst.info.get("dtype") or "float32"
+    blob = _with_zero_input(inst.files["m.onnx"])
+    Y = nw.run_onnx(inst.files["m.onnx"], X.astype(dtype))
+    for r in (lo, hi):
+        col = float(r) if enc == "raw" else float((r - lo) / (hi - lo))
+        Xr = np.concatenate([X, np.full((X.shape[0], 1), col)], axis=1)
+        Yr = nw.run_onnx(blob, Xr.astype(dtype))
+        if not np.array_equal(np.asarray(Y), np.asarray(Yr)):
+            inst.props = [p for p in inst.props if "real" not in p.meta]
+            inst.info["real_dropped"] = True
+            return
+    inst.files["mr.onnx"] = blob
+    spec = inst.spec.replace('onnx("m.onnx"', 'onnx("mr.onnx"', 1)
+    if 'csv("d.csv"' in spec:       # features F from d: the rows get an rr column (its ends, in turn)
+        rows = [ln for ln in inst.files["d.csv"].decode().split("\n") if ln]
+        ends = (_text(lo), _text(hi))
+        rows = [rows[0] + ",rr"] + [f"{ln},{ends[k % 2]}" for k, ln in enumerate(rows[1:])]
+        inst.files["dr.csv"] = ("\n".join(rows) + "\n").encode()
+        spec = spec.replace('csv("d.csv"', 'csv("dr.csv"', 1)
+    head, sep, rest = spec.partition("features F")
+    decl, brace, rest = rest.partition("{\n")
+    spec = head + sep + decl + brace + f"  rr : real in [{_text(lo)}, {_text(hi)}]\n" + rest
+    head, sep, rest = spec.partition("encode F for m {\n")
+    end = rest.index("\n}\n") + 1           # the block's own closing line (a code table has braces too)
+    spec = head + sep + rest[:end] + f"  rr : {enc}\n" + rest[end:]
+    inst.info["real"] = [str(lo), str(hi), enc]
+    for p in inst.props:
+        if "real" in p.meta:
+            p.spec = spec
