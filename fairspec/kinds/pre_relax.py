@@ -63,6 +63,12 @@ def relaxing() -> bool:
     return _RELAXING.get() is not None
 
 
+def original(prop: ir.IndividualFairness) -> ir.IndividualFairness:
+    """The property a relaxed run decides ``prop`` for (its whole pre-condition), else ``prop``."""
+    r = _RELAXING.get()
+    return prop if r is None else r.prop
+
+
 def pre_words() -> str:
     """How an engine names the pre-condition it reads, in its claims and counts: ``the pre-condition``, or inside
     a relaxed run the relaxation's kept conjuncts (``the relaxed pre-condition `x.a >= 1```), so an enumeration's
