@@ -839,3 +839,90 @@ def test_the_relaxed_solver_leaves_the_search_its_share_of_the_budget(tmp_path, 
             assert "the spy's search found none" in v.reason, v.reason
         assert seen["solver_end"] == 0.0
         assert ctx.remaining(timeout) == pytest.approx(left - seen["solver"])   # the cap is lifted after the run
+
+
+WIDE_DECLS = UNREAD_DECLS.replace("  q : real in [0, 1]\n", "  n : int in [0, 999]\n")
+
+
+def _n_region(text, tol):
+    """The (x.n, x'.n) pairs of [0, 999] meeting ``text`` in both readings of each constant, tied or within
+    ``tol`` (brute force, exact)."""
+    import re
+
+    op, t = tol.split() if tol else ("<=", "0")
+    expr = re.sub(r"\d+(\.\d+)?", lambda mm: f"rd('{mm.group(0)}')", text.replace("x'.n", "NY").replace("x.n", "NX"))
+    code = compile(expr, "<n>", "eval")
+    reads = (Fraction, lambda s: Fraction(float(s)))
+    k = int(Fraction(t))
+    out = []
+    for nx in range(1000):
+        for ny in range(max(0, nx - k), min(999, nx + k) + 1):
+            gap = abs(nx - ny)
+            if all((gap < rd(t) if op == "<" else gap <= rd(t)) and eval(code, {"rd": rd, "NX": nx, "NY": ny})
+                   for rd in reads):
+                out.append((nx, ny))
+    return out
+
+
+@pytest.mark.parametrize("n, tol", [
+    ("x.n > 500", None), ("x.n >= 990 and x.n < 993", None), ("x.n * 0.5 > 450.25", None), ("x.n > 999", None),
+    ("x.n * 0.1 > 99.95", None), ("x.n > 500 and x'.n < 500", "<= 2"), ("x.n > 500 and x'.n < 499", "<= 2"),
+    ("x.n > 500 and x'.n < 500", "<= 1"),
+    ("x.n > x'.n + 3", "< 5"), ("x.n > x'.n + 3", "<= 3.5"), ("x.n > x'.n + 3", "<= 3")])
+def test_a_wide_int_only_the_pre_condition_reads_is_searched(nets, n, tol, monkeypatch):
+    """An int n of 1,000 values the model does not read (complete_witness chooses values only for at most 256),
+    bounded by the pre-condition (tied, or within a tolerance), with a dropped `or` of cells. Brute force over n's
+    pairs (both readings of each constant): where some pair of n meets it, violated with a pair in the cell whose
+    n is a whole number of [0, 999] meeting the bounds and the tie / tolerance; where none does, never violated.
+    Before, such a property was unknown ("on too many values to choose one")."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, z = nets[1]
+    lab = z > 0
+    got = _one_cell(lambda i, j: lab[i] != lab[j], 1)
+    assert got is not None
+    req, pred, _ = got
+    region = _n_region(n, tol)
+    line = f"({req}) and {n}" if tol is None else f"|x.n - x'.n| {tol}\n  require ({req}) and {n}"
+    v = _check(_write(d, "s", line, "label(m(x)) == label(m(x'))", "  using milp\n", WIDE_DECLS, "n.fair"))
+    if region:
+        assert v.status == "violated", v.reason
+        _judge(v, pred, lambda i, j: lab[i] != lab[j], True)
+        nx, ny = v.witness.features["n"], v.witness.features_prime["n"]
+        assert type(nx) is int and type(ny) is int and (nx, ny) in region
+    else:
+        assert v.status != "violated", v.reason
+
+
+def test_complete_witness_takes_a_wide_unread_int_only_whole_in_range_and_admissible(tmp_path):
+    """pre_relax.complete_witness on a witness naming a wide int n the model does not read: taken where n is a
+    whole number (an int, not a bool or a float) of its range, the tie / tolerance holds and it meets the
+    pre-condition; refused (Unsupported) otherwise; None where it misses the pre-condition; a witness without n
+    is refused (too many values to choose one), as before."""
+    from fairspec.files import Roots
+    from fairspec.kinds.pre_relax import complete_witness
+    from fairspec.pipeline import lint
+    from fairspec.runtime.context import Context
+    from fairspec.verdict import Unsupported, Witness
+
+    dyadic_net(tmp_path / "m.onnx", 0)
+
+    def run(n, nn, tol=None, req="x.n > 300"):
+        line = req if tol is None else f"|x.n - x'.n| {tol}\n  require {req}"
+        spec = lint(_write(tmp_path, "s", line, "label(m(x)) == label(m(x'))", "", WIDE_DECLS, "c.fair")).spec
+        (prop,) = spec.properties
+        fs = spec.feature_set(prop.features)
+        enc = Context(spec, roots=Roots.for_spec(tmp_path / "c.fair")).encoding(prop.model)
+        x = (1.0, 0.0, 0.0, 0.0, 2.0)
+        fx, fy = {"g": "A", "s": False, "a": 2}, {"g": "A", "s": True, "a": 2}
+        if n is not None:
+            fx["n"], fy["n"] = n, nn
+        return complete_witness(prop, fs, enc, Witness(x, (1.0, 0.0, 0.0, 1.0, 2.0), fx, fy))
+    assert run(500, 500) is not None and run(999, 999) is not None
+    assert run(300, 300) is None and run(0, 0) is None           # misses x.n > 300
+    for n, nn, tol in ((1000, 1000, None), (-1, -1, None), (500.0, 500.0, None), (True, True, None),
+                       (500, 501, None), (500, 503, "<= 2"), (500, 502, "< 2")):
+        with pytest.raises(Unsupported):
+            run(n, nn, tol)
+    assert run(500, 502, "<= 2") is not None and run(502, 501, "< 2") is not None
+    with pytest.raises(Unsupported, match="too many values"):
+        run(None, None)

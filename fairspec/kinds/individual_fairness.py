@@ -80,7 +80,9 @@ def _small_domain(prop: ir.IndividualFairness, ctx, backend: str, t0: float) -> 
         # every point: enumerate them (beyond a small domain: unknown, with the refusal's reason)
         if not getattr(model, "unfolded", False) and not _booster_final(model):
             return None
-    return decide_small(prop, ctx, backend, setting(prop, "mode", backend), t0)
+    from fairspec.kinds.enum_unread import with_not_enumerated
+
+    return with_not_enumerated(decide_small(prop, ctx, backend, setting(prop, "mode", backend), t0), prop, ctx)
 
 
 def not_yet_decided(prop: ir.IndividualFairness, backend: str) -> Verdict | None:

@@ -63,6 +63,12 @@ def relaxing() -> bool:
     return _RELAXING.get() is not None
 
 
+def original(prop: ir.IndividualFairness) -> ir.IndividualFairness:
+    """The property a relaxed run decides ``prop`` for (its whole pre-condition), else ``prop``."""
+    r = _RELAXING.get()
+    return prop if r is None else r.prop
+
+
 def pre_words() -> str:
     """How an engine names the pre-condition it reads, in its claims and counts: ``the pre-condition``, or inside
     a relaxed run the relaxation's kept conjuncts (``the relaxed pre-condition `x.a >= 1```), so an enumeration's
@@ -464,6 +470,10 @@ def complete_witness(prop, fs, enc, w):
     cols = {c.feature: c for c in enc.columns}
     for side in (w.features, w.features_prime):
         for n in names:
+            if n in side and n not in cols and searched_unread(fs.get(n)) and \
+                    isinstance(fs.get(n).domain, ir.IntRange):
+                _unread_int(fs.get(n), side[n])  # a wide int the model does not read (kinds/pre_search gives it)
+                continue
             if n in side and isinstance(fs.get(n).domain, ir.RealRange):
                 c, x = cols.get(n), (w.x if side is w.features else w.x_prime)
                 if c is None:
@@ -477,16 +487,16 @@ def complete_witness(prop, fs, enc, w):
     tol = dict(prop.relaxed)
     for n in names:
         if n in cols or n in prop.free or n not in w.features or n not in w.features_prime or \
-                not isinstance(fs.get(n).domain, ir.RealRange):
+                not searched_unread(fs.get(n)):
             continue
-        a, b = w.features[n], w.features_prime[n]      # a real the model does not read: its tie or tolerance
+        a, b = w.features[n], w.features_prime[n]      # a real / wide int the model does not read: tie, tolerance
         if not (_within(a, b, prop.relaxed_op(n), tol[n]) if n in tol else a == b):
             raise Unsupported(f"its values of {n} are not an admissible pair (the pair ties it or bounds its gap)")
     missing = [n for n in names if n not in w.features or n not in w.features_prime]
     choices = []
     for n in missing:
         f = fs.get(n)
-        if isinstance(f.domain, ir.RealRange) or (isinstance(f.domain, ir.IntRange) and f.domain.hi - f.domain.lo > 255):
+        if searched_unread(f):
             raise Unsupported(f"the pre-condition reads {n}, which the model does not, on too many values to choose one")
         vals = list(f.values()) if f.is_discrete else list(range(int(f.domain.lo), int(f.domain.hi) + 1))
         if n in prop.free:
@@ -512,6 +522,20 @@ def complete_witness(prop, fs, enc, w):
                 got = replace(w, features=fx, features_prime=fy)
                 return got if ordered is not None else PairPre.swapped(got)
     return None
+
+
+def searched_unread(f) -> bool:
+    """Is ``f``, where the model does not read it, given its value by kinds/pre_search (a real; an int of more
+    than 256 values) rather than chosen here among its values (:func:`complete_witness`)?"""
+    d = f.domain
+    return isinstance(d, ir.RealRange) or (isinstance(d, ir.IntRange) and d.hi - d.lo > 255)
+
+
+def _unread_int(f, v) -> None:
+    """A witness's value ``v`` of a wide int ``f`` the model does not read: a whole number of its declared range
+    (a Python int, not a bool or a float), else Unsupported."""
+    if isinstance(v, bool) or not isinstance(v, int) or not f.domain.lo <= v <= f.domain.hi:
+        raise Unsupported(f"its value of {f.name} ({v!r}) is no whole number of its declared range")
 
 
 def _unread_real(f, v) -> None:

@@ -31,7 +31,9 @@ kinds/multi_pairs replays its witnesses) and its prob(c) / logit(c) posts, one c
 kinds/class_prob replays its witnesses: certify's exact comparison of the runtime's columns, also alone and
 reversed within its rounding; details.class the class shown). A real only the pre-condition reads (the model does
 not) is sampled and moved as the others are and its float printed in the witness (pre_relax.complete_witness
-takes it only within its range, each end read as stored and as written; its tie or tolerance checked exactly)."""
+takes it only within its range, each end read as stored and as written; its tie or tolerance checked exactly); so
+is an int of more than 256 values (complete_witness chooses the values of narrower ones itself), printed as the
+whole number, taken only as an int of its range."""
 
 from __future__ import annotations
 
@@ -204,8 +206,9 @@ def _verified(prop, ctx, fs, enc, model, tree, space, A, B, k):
     vals = {f: np.array([A[f][k], B[f][k]], dtype=np.float64) for f in space.encoded}
     X2 = encode(enc, vals, 2)
     fx, fy = decode_row(enc, fs, X2[0]), decode_row(enc, fs, X2[1])
-    for n in space.unread_reals:        # a real only the pre-condition reads: the float the search chose, printed
-        fx[n], fy[n] = float(A[n][k]), float(B[n][k])
+    for n in space.unread_given:        # a real / wide int only the pre-condition reads: the search's, printed
+        num = float if space.dom[n][0] == "real" else int
+        fx[n], fy[n] = num(A[n][k]), num(B[n][k])
     w = Witness(tuple(map(float, X2[0])), tuple(map(float, X2[1])), fx, fy)
     why = space.outside(w)
     if why:
@@ -435,6 +438,7 @@ class _Space:
 
     def __init__(self, prop, fs, enc):
         from fairspec.kinds.pair_pre import pre_features
+        from fairspec.kinds.pre_relax import searched_unread
 
         self.prop, self.fs = prop, fs
         self.encoded = [c.feature for c in enc.columns]
@@ -449,8 +453,8 @@ class _Space:
                         consts.append(float(x.value))
         self.consts = sorted(set(consts))
         self.dom = {}
-        self.unread_reals = [n for n in self.names if n not in self.encoded and fs.get(n) is not None
-                             and isinstance(fs.get(n).domain, ir.RealRange)]
+        self.unread_given = [n for n in self.names if n not in self.encoded and fs.get(n) is not None
+                             and searched_unread(fs.get(n))]    # its values given here: a real, a wide int
         for n in self.names:
             f = fs.get(n)
             if f is None:
@@ -649,7 +653,7 @@ class _Space:
         from fairspec.kinds.pre_relax import in_real_range
 
         differ = False
-        for n in self.encoded + self.unread_reals:
+        for n in self.encoded + self.unread_given:
             a, b = w.features.get(n), w.features_prime.get(n)
             if a is None or b is None:
                 return f"it has no value of {n}"
@@ -672,7 +676,7 @@ class _Space:
                     return f"its {n} differs beyond the tolerance (read as stored and as written)"
             elif x != y:
                 return f"its {n} differs, which the pair ties"
-        if not differ and any(n in self.prop.free for n in self.encoded + self.unread_reals):
+        if not differ and any(n in self.prop.free for n in self.encoded + self.unread_given):
             return "it differs in no protected feature"
         return ""
 
