@@ -87,5 +87,6 @@ def readings_maximum(run, parted: str):
                               f"interval holds both")
         said = (f"; the pre-condition's constants read as floats and as decimals admit different pairs (they part "
                 f"at {parted}): {each}, so no value is reported, and [{bound[0]!r}, {bound[1]!r}] holds both")
-    return replace(union, value=value, bound=bound, details=details,
+    seconds = max(v.seconds for v in (union, *per))      # each run's is since the same start: the last one's
+    return replace(union, value=value, bound=bound, details=details, seconds=seconds,
                    reason=f"{union.reason}{said}" if union.reason else union.reason)
