@@ -274,7 +274,8 @@ def _check_maximum(v, maxima):
     assert lo is not None, (v.bound, v.details)
     for T in maxima:
         assert (lo == -math.inf or Fraction(lo) <= T) and (T == -math.inf or T <= Fraction(hi)), (v.bound, maxima)
-    assert "float reading's is" in v.reason and "decimal reading's is" in v.reason, v.reason
+    for n in ("float", "decimal"):
+        assert f"the {n} reading's largest difference is" in v.reason or f"the {n} reading admits no pair" in v.reason
 
 
 @pytest.mark.parametrize("seed", range(32))
@@ -349,3 +350,23 @@ def test_a_tree_model_s_maximize_where_the_readings_part(tmp_path, seed):
         assert (pts.index(w), pts.index(wp)) in both_bad, (w, wp)
     _check_maximum(v, maxima)
     return parted, maxima
+
+
+def test_maximize_where_one_reading_admits_no_pair(tmp_path):
+    """x.a * 0.3 >= 0.9 and x.a <= 3 admits a = 3 as written and no a as stored: the float reading's maximum is
+    -inf (no pair), the decimal reading's 0.75 (z = s/2 + a/4, |a - a'| <= 1); no value, [-inf, 0.75], holds
+    (proved) over the union, details.maximum_by_reading naming each."""
+    import math
+
+    from fairspec.pipeline import check
+
+    m = mlp_model([(np.array([[0.5, 0.25]]), np.zeros(1), False)], "Identity", "logit", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    (tmp_path / "p.fair").write_text(SPEC.replace("REQ", "require x.a * 0.3 >= 0.9\n  require x.a <= 3").replace(
+        "POST", "|logit(m(x)) - logit(m(x'))| <= 2\n  mode = maximize"))
+    (v,) = check(tmp_path / "p.fair").verdicts
+    assert v.status == "holds" and v.how == "proved" and "either reading" in v.proof.claim, v.reason
+    assert v.value is None and v.bound == (-math.inf, 0.75), (v.value, v.bound)
+    assert v.details["maximum_by_reading"] == {"float": {"pairs": 0}, "decimal": {"value": 0.75, "bound": [0.75, 0.75]}}
+    assert "the float reading admits no pair" in v.reason and "largest difference is 0.75" in v.reason, v.reason

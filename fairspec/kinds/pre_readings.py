@@ -11,8 +11,8 @@ PairPre to that reading alone (the ordinary single-reading maximize: its value a
 exactly the pairs that reading admits). The two maxima equal (the same value and interval): that value and
 interval, as usual. Else no value (none is THE maximum) and the hull of the two certified intervals, which
 holds both readings' true maxima (the convention of a relaxed run's bound, README: a bound and no value);
-``details.maximum_by_reading`` and the reason name each reading's. A reading no pair meets has the maximum
--inf (the max over no pair)."""
+``details.maximum_by_reading`` and the reason name each reading's (``{"pairs": 0}``: a reading no pair meets,
+whose maximum is -inf, the max over no pair; None: a reading that gives no interval)."""
 
 from __future__ import annotations
 
@@ -64,8 +64,8 @@ def readings_maximum(run, parted: str):
     got = [_interval(v) for v in per]
     details = {k: x for k, x in (union.details or {}).items() if k not in ("domain_maximum", "witness_value")}
     details["mode"] = "maximize"
-    details["maximum_by_reading"] = {n: (None if g is None else {"value": g[0], "bound": list(g[1])})
-                                     for n, g in zip(NAMES, got)}
+    details["maximum_by_reading"] = {n: (None if g is None else {"pairs": 0} if g[0] == -math.inf else
+                                         {"value": g[0], "bound": list(g[1])}) for n, g in zip(NAMES, got)}
     if union.status == "violated" and union.value is not None:
         details["witness_value"] = union.value      # the witness's measure, rounded down (pair_measure)
     if got[0] == got[1] or None in got:
@@ -82,7 +82,9 @@ def readings_maximum(run, parted: str):
                 f"; both readings of the constants give the largest difference {value!r}")
     else:
         value, bound = None, (min(g[1][0] for g in got), max(g[1][1] for g in got))
-        each = "; ".join(f"the {n} reading's is {g[0]!r} (in [{g[1][0]!r}, {g[1][1]!r}])" for n, g in zip(NAMES, got))
+        each = "; ".join(f"the {n} reading admits no pair (its maximum -inf)" if g[0] == -math.inf else
+                         f"the {n} reading's largest difference is {g[0]!r} (in [{g[1][0]!r}, {g[1][1]!r}])"
+                         for n, g in zip(NAMES, got))
         details["maximum"] = (f"no value: each reading of the constants has its own largest difference ({each}); the "
                               f"interval holds both")
         said = (f"; the pre-condition's constants read as floats and as decimals admit different pairs (they part "
