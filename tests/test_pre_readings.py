@@ -239,3 +239,134 @@ def _truth_prob(p, conds, eps: Fraction):
     bad = {(i, j) for i, j in admitted[0] | admitted[1] if abs(Fraction(float(p[i])) - Fraction(float(p[j]))) > eps}
     per = ["violated" if bad & admitted[r] else "holds" for r in (FLOAT, DECIMAL)]
     return per, bad & admitted[0] & admitted[1], admitted[0] != admitted[1], pts
+
+
+def _admitted(conds):
+    """Each reading's admitted ordered pairs (i, j) of the points (s, a) at s * 10 + a."""
+    pts = [(s, a) for s in (0, 1) for a in range(10)]
+    admitted = [set(), set()]
+    for i, (s, a) in enumerate(pts):
+        for j, (s2, a2) in enumerate(pts):
+            if s != s2 and abs(a - a2) <= 1:
+                for r in (FLOAT, DECIMAL):
+                    if all(fn(Fraction(a), Fraction(a2), r) for _, fn in conds):
+                        admitted[r].add((i, j))
+    return admitted
+
+
+def _check_maximum(v, maxima):
+    """A maximize verdict against each reading's exact maximum (-inf: no pair): equal, that value in its
+    interval; else no value, an interval holding both, the reason naming each."""
+    import math
+
+    lo, hi = (None, None) if v.bound is None else v.bound
+    if maxima[0] == maxima[1]:
+        T = maxima[0]
+        if T == -math.inf:
+            assert v.value == -math.inf or v.value is None, (v.value, v.bound)
+            return
+        # the value: at most the nearest float of T (a tree's is that nearest float: exact_maximum; judge.py's rule)
+        assert v.value is not None and Fraction(v.value) <= Fraction(float(T)), (v.value, T)
+        assert lo is not None and Fraction(lo) <= T <= Fraction(hi), (v.bound, T)
+        return
+    assert v.value is None, (v.value, maxima)
+    assert v.details["maximum"].startswith("no value"), v.details["maximum"]
+    assert lo is not None, (v.bound, v.details)
+    for T in maxima:
+        assert (lo == -math.inf or Fraction(lo) <= T) and (T == -math.inf or T <= Fraction(hi)), (v.bound, maxima)
+    for n in ("float", "decimal"):
+        assert f"the {n} reading's largest difference is" in v.reason or f"the {n} reading admits no pair" in v.reason
+
+
+@pytest.mark.parametrize("seed", range(32))
+def test_maximize_where_the_readings_part(tmp_path, seed):
+    """mode = maximize (kinds/pre_readings.py): the verdict as prove's (its witness in both readings), each
+    reading's exact maximum by brute force (the logit post's |z - z'|, the label post's min(z, -z'), in
+    Fractions) inside the reported interval; one value only where both readings' maxima are one."""
+    import math
+
+    from fairspec.pipeline import check
+
+    rng = np.random.default_rng([35, seed])
+    z = _net(tmp_path / "m.onnx", rng)
+    eps = str(rng.choice(["0.25", "0.5", "1", "2", "label"]))
+    post = "label(m(x)) == label(m(x'))" if eps == "label" else f"|logit(m(x)) - logit(m(x'))| <= {eps}"
+    eps = None if eps == "label" else Fraction(eps)
+    for _ in range(100):
+        conds = [_cond(rng) for _ in range(int(rng.integers(1, 3)))]
+        if seed % 8 == 0 or _truth(z, conds, eps)[2]:
+            break
+    (tmp_path / "p.fair").write_text(SPEC.replace("REQ", "\n  ".join(f"require {t}" for t, _ in conds))
+                                     .replace("POST", post).replace("  ensure", "  mode = maximize\n  ensure"))
+    per, both_bad, parted, pts = _truth(z, conds, eps)
+    zf = [Fraction(float(x)) for x in z]
+    measure = ((lambda i, j: max(min(zf[i], -zf[j]), min(zf[j], -zf[i]))) if eps is None else
+               (lambda i, j: abs(zf[i] - zf[j])))
+    maxima = [max((measure(i, j) for i, j in adm), default=-math.inf) for adm in _admitted(conds)]
+    (v,) = check(tmp_path / "p.fair").verdicts
+    want = _expected(per, both_bad)
+    assert v.status == ("unknown" if want == "unknown" else want), (per, v.status, v.reason)
+    if want == "holds":
+        assert v.how == "proved" and v.proof is not None
+    if want == "violated":
+        w = (int(v.witness.features["s"]), int(v.witness.features["a"]))
+        wp = (int(v.witness.features_prime["s"]), int(v.witness.features_prime["a"]))
+        assert (pts.index(w), pts.index(wp)) in both_bad, (w, wp)
+    _check_maximum(v, maxima)
+    return parted, maxima
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_a_tree_model_s_maximize_where_the_readings_part(tmp_path, seed):
+    """The same on tree models: a DecisionTreeClassifier's prob (kinds/tree_pairs.py), a regressor's value
+    (kinds/tree_outputs.py, odd seeds)."""
+    import math
+
+    from fairspec.pipeline import check
+
+    rng = np.random.default_rng([36, seed])
+    _, prob = _tree(tmp_path / "m.skops", rng)
+    text = str(rng.choice(["0.125", "0.25", "0.5"]))
+    post = f"|prob(m(x)) - prob(m(x'))| <= {text}"
+    if seed % 2:
+        prob = _regression_tree(tmp_path / "m.skops", rng)
+        post = f"|value(m(x)) - value(m(x'))| <= {text}"
+    for _ in range(100):
+        conds = [_cond(rng) for _ in range(int(rng.integers(1, 3)))]
+        if seed % 8 == 0 or _truth(prob, conds, None)[2]:
+            break
+    spec = SPEC.replace('onnx("m.onnx", score = logit)', 'sklearn("m.skops")')
+    (tmp_path / "p.fair").write_text(spec.replace("REQ", "\n  ".join(f"require {t}" for t, _ in conds))
+                                     .replace("POST", post).replace("  ensure", "  mode = maximize\n  ensure"))
+    per, both_bad, parted, pts = _truth_prob(prob, conds, Fraction(text))
+    pf = [Fraction(float(x)) for x in prob]
+    maxima = [max((abs(pf[i] - pf[j]) for i, j in adm), default=-math.inf) for adm in _admitted(conds)]
+    (v,) = check(tmp_path / "p.fair").verdicts
+    want = _expected(per, both_bad)
+    assert v.status == want, (per, v.status, v.reason)
+    if want == "violated":
+        w = (int(v.witness.features["s"]), int(v.witness.features["a"]))
+        wp = (int(v.witness.features_prime["s"]), int(v.witness.features_prime["a"]))
+        assert (pts.index(w), pts.index(wp)) in both_bad, (w, wp)
+    _check_maximum(v, maxima)
+    return parted, maxima
+
+
+def test_maximize_where_one_reading_admits_no_pair(tmp_path):
+    """x.a * 0.3 >= 0.9 and x.a <= 3 admits a = 3 as written and no a as stored: the float reading's maximum is
+    -inf (no pair), the decimal reading's 0.75 (z = s/2 + a/4, |a - a'| <= 1); no value, [-inf, 0.75], holds
+    (proved) over the union, details.maximum_by_reading naming each."""
+    import math
+
+    from fairspec.pipeline import check
+
+    m = mlp_model([(np.array([[0.5, 0.25]]), np.zeros(1), False)], "Identity", "logit", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    (tmp_path / "p.fair").write_text(SPEC.replace("REQ", "require x.a * 0.3 >= 0.9\n  require x.a <= 3").replace(
+        "POST", "|logit(m(x)) - logit(m(x'))| <= 2\n  mode = maximize"))
+    (v,) = check(tmp_path / "p.fair").verdicts
+    assert v.status == "holds" and v.how == "proved" and "either reading" in v.proof.claim, v.reason
+    assert v.value is None and v.bound == (-math.inf, 0.75), (v.value, v.bound)
+    assert v.details["maximum_by_reading"] == {"float": {"pairs": 0}, "decimal": {"value": 0.75, "bound": [0.75, 0.75]}}
+    assert "the float reading admits no pair" in v.reason and "largest difference is 0.75" in v.reason, v.reason

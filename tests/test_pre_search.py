@@ -926,3 +926,37 @@ def test_complete_witness_takes_a_wide_unread_int_only_whole_in_range_and_admiss
     assert run(500, 502, "<= 2") is not None and run(502, 501, "< 2") is not None
     with pytest.raises(Unsupported, match="too many values"):
         run(None, None)
+
+@pytest.mark.parametrize("mode", ["find", "prove", "maximize"])
+@pytest.mark.parametrize("req", ["x.a == 7 or x.a == 8", "x.g != A and (x.a == 8 or x.a > 100)"])
+@pytest.mark.parametrize("fn", ["prob", "prob(c)"])
+def test_a_tree_s_searched_value_is_its_measure_rounded_down(tmp_path, monkeypatch, mode, req, fn):
+    """Session 33: a tree model's pair found by the search (the solver path: FAIRSPEC_ENUMERATE_PAIRS=0; the
+    relaxation drops the `or`, its pair misses it) reported float(exact difference), the NEAREST float: a decision
+    tree's predict_proba 1 and p' (leaf [1, 2^-53 + 2^-60], normalised) differ by 1 - p', whose nearest float lies
+    above it. Find and prove now report pair_runtime.pair_measure's float at or below it; maximize's interval
+    starts there (its value stays the nearest float, as a tree's enumeration reports a maximum). ``prob(m(x), 1)``:
+    the tree outputs' search (pre_search._tree_output)."""
+    skops = pytest.importorskip("skops.io")
+    from sklearn.tree import DecisionTreeClassifier
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    X = _X(_points()).astype(np.float64)
+    est = DecisionTreeClassifier(max_depth=1).fit(X, X[:, 3].astype(int))
+    assert list(est.tree_.feature[:1]) == [3]             # the split is on s, the protected feature
+    est.tree_.value[1, 0] = (1.0, 2.0 ** -53 + 2.0 ** -60)
+    est.tree_.value[2, 0] = (0.0, 1.0)
+    p = est.predict_proba(X)[:, 1]
+    truth = max(abs(Fraction(float(u)) - Fraction(float(w))) for u in p for w in p)
+    assert Fraction(float(truth)) > truth                 # the nearest float lies above the exact measure
+    skops.dump(est, tmp_path / "m.skops")
+    decls = DECLS.replace('onnx("m.onnx", score = logit)', 'sklearn("m.skops")')
+    post = "|prob(m(x)) - prob(m(x'))| <= 0.5" if fn == "prob" else "|prob(m(x), 1) - prob(m(x'), 1)| <= 0.5"
+    v = _check(_write(tmp_path, "s", req, post, f"  using milp\n  mode = {mode}\n", decls))
+    assert v.status == "violated", v.reason
+    assert "search restricted" in v.details.get("witness", ""), v.details      # the path under test
+    assert v.witness.features["a"] in (7, 8), v.witness.features
+    if mode == "maximize":
+        assert v.bound is not None and Fraction(v.bound[0]) <= truth <= Fraction(v.bound[1]), v.bound
+    else:
+        assert Fraction(v.value) <= truth < Fraction(v.value) + Fraction(2.0 ** -52), v.value

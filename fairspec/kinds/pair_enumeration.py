@@ -603,15 +603,16 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     b = (base + ib[None, :]).reshape(-1)
     pairs, pre, adm = int(a.size), None, "admissible ordered pairs"
     if prop.pre:                    # the pairs meeting it, compared in both orders (the checks are directional)
-        from fairspec.kinds.pair_pre import READINGS_MAXIMUM, PairPre
+        from fairspec.kinds.pair_pre import PairPre
+        from fairspec.kinds.pre_readings import readings_maximum
         from fairspec.kinds.pre_relax import pre_words      # a relaxed run's: its kept conjuncts
         from fairspec.verdict import Unsupported
 
         try:
             pre = PairPre(prop, fs, values, readings=True)     # both readings of its constants: their union
             a, b, pairs = pre.closure(a, b)
-            if pre.parted and mode == "maximize":       # each reading its own maximum: neither is chosen
-                raise Unsupported(READINGS_MAXIMUM.format(at=pre.parted))
+            if pre.parted and mode == "maximize":       # each reading its own maximum: kinds/pre_readings.py
+                return readings_maximum(lambda m: decide_small(prop, ctx, backend, m, t0), pre.parted)
         except Unsupported as e:
             return unknown(prop, f"{e}", backend=backend, seconds=time.perf_counter() - t0)
         adm = f"admissible ordered pairs meeting {pre_words()}" + (

@@ -15,6 +15,8 @@ whose decimal and float lie a whole number apart) no reading is chosen: by defau
 admits its own set of ordered pairs, :meth:`PairPre.closure` hands certify the comparisons of their union
 (a proof over it covers both sets), and :meth:`PairPre.meets` is the pairs admitted in BOTH readings
 (a witness must be one: :func:`readings_witnesses`); :attr:`PairPre.parted` says whether they part.
+``mode = maximize`` there reports each reading's maximum (kinds/pre_readings.py, which holds PairPre to one
+reading at a time: :func:`fairspec.kinds.pre_readings.reading`).
 
 Each atom (a comparison, a set test, a boolean feature) is evaluated once per distinct combination of
 the values it reads (:data:`MAX_COMBINATIONS`), and looked up per pair.
@@ -71,7 +73,10 @@ class PairPre:
             ef, ed = self._bool(e, a, b)
             f &= ef
             d &= ed
-        return f, d
+        from fairspec.kinds.pre_readings import one_reading
+
+        r = one_reading()               # held to one reading (kinds/pre_readings: maximize's per-reading runs)
+        return (f, d) if r is None else ((f, f) if r == 0 else (d, d))
 
     def closure(self, a, b) -> tuple[np.ndarray, np.ndarray, int]:
         """From a symmetric list of candidate ordered pairs (both orders of each): the comparisons
@@ -278,10 +283,6 @@ READINGS = ("the pre-condition's constants, read as the floats they are stored a
             "written as, admit different pairs (they part at {at}); {n:,} pairs break the post-condition, each "
             "meeting the pre-condition in one reading only, and no pair meeting it in both readings is shown to: "
             "enumeration does not choose one reading")
-#: maximize's: the largest measure over each reading's pairs is its own
-READINGS_MAXIMUM = ("the pre-condition's constants, read as the floats they are stored as and as the decimals they "
-                    "are written as, admit different pairs (they part at {at}), each reading with its own largest "
-                    "difference: enumeration does not choose one reading")
 
 
 def readings_witnesses(pre, a, b, bad) -> tuple[np.ndarray, np.ndarray]:

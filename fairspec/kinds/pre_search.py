@@ -161,8 +161,12 @@ def found_verdict(prop, got: Found, v, details: dict, upper, said: str, backend:
     from fairspec.verdict import Verdict
 
     d = {**details, **got.extra}
-    value, bound = got.value, None
+    # find / prove: the pair's measure rounded down (got.low: pair_runtime.pair_measure, as every reported pair
+    # value; a tree's nearest float may lie above it); maximize: the nearest float and [that low, upper], as a
+    # tree's enumeration reports its maximum
+    value, bound = got.low, None
     if setting(prop, "mode", backend) == "maximize":
+        value = got.value
         if upper is not None and value is not None:
             bound = (got.low, max(value, float(upper[1])))
             d["maximum"] = (f"[the witness's measure, the certified upper bound over {said}]; the witness meets the "
@@ -317,7 +321,7 @@ def _tree_output(prop, model, X2):
     from fractions import Fraction
 
     from fairspec.certify.enumerate import compare_exact, largest_class
-    from fairspec.certify.rounding import float_down
+    from fairspec.kinds.pair_runtime import pair_measure
     from fairspec.kinds.tree_outputs import _outputs as library_outputs
     from fairspec.kinds.tree_pairs import runtime_name
 
@@ -338,9 +342,8 @@ def _tree_output(prop, model, X2):
     elif prop.post == "class" and sw[0] == sw[1] or prop.post != "class" and kept(sw):
         return None
     value = low = None
-    if prop.post != "class":
-        ex = abs(Fraction(float(sw[0])) - Fraction(float(sw[1])))
-        value, low = float(ex), float_down(ex)
+    if prop.post != "class":        # the nearest float of the exact measure, and it rounded down (pair_measure)
+        value, low = float(abs(Fraction(float(sw[0])) - Fraction(float(sw[1])))), pair_measure("value", "", *sw)
     return (float(sw[0]), float(sw[1])), value, low, runtime_name(model), extra
 
 
@@ -351,12 +354,12 @@ def _outputs(prop, model, X2, tree):
         from fractions import Fraction
 
         from fairspec.backends.trees.runtime import runtime_outputs
-        from fairspec.certify.rounding import float_down
+        from fairspec.kinds.pair_runtime import pair_measure
         from fairspec.kinds.tree_pairs import runtime_name
 
         o = runtime_outputs(model, X2, prop.post)
-        ex = abs(Fraction(float(o[0])) - Fraction(float(o[1])))
-        value, low = (None, None) if prop.post == "label" else (float(ex), float_down(ex))
+        ex = abs(Fraction(float(o[0])) - Fraction(float(o[1])))      # nearest float, and rounded down (pair_measure)
+        value, low = (None, None) if prop.post == "label" else (float(ex), pair_measure("value", "", o[0], o[1]))
         return (float(o[0]), float(o[1])), value, low, runtime_name(model)
     from fairspec.backends.data.flips import replayer_name
     from fairspec.kinds.pair_runtime import post_scores, runtime_pair_value

@@ -163,9 +163,10 @@ def _decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
     pc = pre_words()                  # inside a relaxed run (kinds/pre_relax), the relaxed one it reads
     pre, meeting, extra = restrict_domain(prop, fs, dom, pc, readings=True)
     if pre is not None and pre.parted:      # each reading admits its own pairs: proved over their union (pair_pre)
-        from fairspec.kinds.pair_pre import EITHER, READINGS_MAXIMUM
-        if mode == "maximize":
-            return unknown(prop, READINGS_MAXIMUM.format(at=pre.parted), backend=backend, seconds=time.perf_counter() - t0)
+        from fairspec.kinds.pair_pre import EITHER
+        from fairspec.kinds.pre_readings import readings_maximum
+        if mode == "maximize":          # each reading its own maximum: kinds/pre_readings.py
+            return readings_maximum(lambda m: _decide_outputs(prop, ctx, m, backend, t0, seen), pre.parted)
         pc = f"{pc}{EITHER}"
     details = {"mode": mode, "points": dom.points, "cells": dom.n, "pairs": meeting,
                **({"leaf_boxes": len(dom.boxes)} if dom.boxes is not None else {}),
