@@ -1,0 +1,103 @@
+"""A folded pipeline is scored in the layout its ColumnTransformer hands its estimator (models/pipeline_layout):
+column-major for numbers selected from a data frame, row-major after a dense one-hot block, CSR for a sparse
+output. Row-major everywhere, a LogisticRegression's / LinearSVC's / MLP's scores differed from the pipeline's own
+in the last bit on some domain points (BLAS sums by layout); enumerations and replays compare exact floats."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("skops")
+
+from sklearn.compose import ColumnTransformer  # noqa: E402
+from sklearn.ensemble import RandomForestClassifier  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.neural_network import MLPClassifier  # noqa: E402
+from sklearn.pipeline import Pipeline  # noqa: E402
+from sklearn.preprocessing import MinMaxScaler, OneHotEncoder, OrdinalEncoder, StandardScaler  # noqa: E402
+from sklearn.svm import LinearSVC  # noqa: E402
+
+from test_pipeline_fold_maps import CATS, _domain, _encoding, _fit_frame  # noqa: E402
+
+OH = {"categories": [list(CATS)]}
+CTS = {
+    "passthrough": (lambda: ColumnTransformer([("o", OrdinalEncoder(), ["g"]), ("p", "passthrough", ["n", "k"])]), "F"),
+    "scaled": (lambda: ColumnTransformer([("o", OrdinalEncoder(), ["g"]), ("s", StandardScaler(), ["n", "k"])]), "F"),
+    "one-hot dense": (lambda: ColumnTransformer([("o", OneHotEncoder(sparse_output=False, **OH), ["g"]),
+                                                 ("s", StandardScaler(), ["n", "k"])]), "C"),
+    "one-hot sparse": (lambda: ColumnTransformer([("o", OneHotEncoder(**OH), ["g"]), ("s", StandardScaler(), ["n", "k"])],
+                                                 sparse_threshold=1.0), "csr"),
+    "one-hot drop": (lambda: ColumnTransformer([("o", OneHotEncoder(drop="first", sparse_output=False, **OH), ["g"]),
+                                                ("s", MinMaxScaler(), ["n", "k"])]), "C"),
+}
+FINALS = {"logistic": (lambda: LogisticRegression(C=7.3), "predict_proba"),
+          "mlp": (lambda: MLPClassifier((7,), max_iter=300, random_state=0), "predict_proba"),
+          "linear svc": (lambda: LinearSVC(), "decision_function"),
+          "forest": (lambda: RandomForestClassifier(n_estimators=5, random_state=0), "predict_proba")}
+
+
+def _model(tmp_path, ct, final):
+    from fairspec.models.sklearn_model import SklearnModel
+    from fairspec.runtime.encoding import encode
+    from fairspec.sema.check import check_file
+
+    fr = _fit_frame()
+    y = (np.arange(len(fr)) * 7 % 5 < 2).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = Pipeline([("pre", ct), ("clf", final)]).fit(fr, y)
+    enc = _encoding(tmp_path, pipe)
+    dom = _domain()
+    X = encode(enc, {"g": np.array([CATS.index(v) for v in dom.g]), "n": dom.n.to_numpy(), "k": dom.k.to_numpy()},
+               len(dom))
+    m = SklearnModel(tmp_path / "m.skops", output="decision_function" if isinstance(final, LinearSVC) else None)
+    m.bind_encoding(enc, check_file(tmp_path / "s.fair").spec.feature_set(enc.features))
+    return pipe, m, X, dom
+
+
+def _column(v):
+    v = np.asarray(v, dtype=np.float64)
+    return v[:, 1] if v.ndim == 2 else v
+
+
+@pytest.mark.parametrize("final", sorted(FINALS))
+@pytest.mark.parametrize("ct", sorted(CTS))
+def test_a_folded_pipeline_scores_bit_for_bit_its_own_on_every_domain_point(tmp_path, ct, final):
+    from fairspec.models.pipeline_layout import probe
+    from fairspec.models.sklearn_pipeline import unfold
+
+    make, layout = CTS[ct]
+    est, method = FINALS[final]
+    pipe, m, X, dom = _model(tmp_path, make(), est())
+    assert not m.unfolded
+    assert probe(pipe, m.folded) == layout
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for frame in (dom, unfold(m.folded, X, m._integral)):     # the domain's int frame and the replay's
+            theirs = _column(getattr(pipe, method)(frame))
+            assert np.array_equal(m.score(X).view(np.int64), theirs.view(np.int64))
+            assert np.array_equal(m.score(X[::-1]).view(np.int64), theirs[::-1].view(np.int64))
+            assert np.array_equal(m.decide(X), (pipe.predict(frame) == pipe.classes_[1]).astype(np.int64))
+        _, Xr = m._runtime(X)
+        t = pipe[:-1].transform(dom)
+        if layout == "csr":
+            assert Xr.format == "csr" and np.array_equal(Xr.indptr, t.indptr) and np.array_equal(Xr.indices, t.indices)
+        else:
+            assert Xr.flags.f_contiguous == t.flags.f_contiguous and Xr.flags.c_contiguous == t.flags.c_contiguous
+
+
+def test_scored_row_major_a_column_major_pipeline_differed_in_the_last_bit():
+    """The measurement behind the fix: the same rows row-major and column-major give a LinearSVC on the scaled
+    block other floats on some domain points (were all equal, the layout would not matter)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fr = _fit_frame()
+        pipe = Pipeline([("pre", CTS["scaled"][0]()), ("clf", LinearSVC())]).fit(
+            fr, (np.arange(len(fr)) * 7 % 5 < 2).astype(int))
+        t = pipe[:-1].transform(_domain())
+        assert t.flags.f_contiguous and not t.flags.c_contiguous
+        assert (pipe[-1].decision_function(np.ascontiguousarray(t)) != pipe[-1].decision_function(t)).any()
