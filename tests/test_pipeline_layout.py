@@ -101,3 +101,63 @@ def test_scored_row_major_a_column_major_pipeline_differed_in_the_last_bit():
         t = pipe[:-1].transform(_domain())
         assert t.flags.f_contiguous and not t.flags.c_contiguous
         assert (pipe[-1].decision_function(np.ascontiguousarray(t)) != pipe[-1].decision_function(t)).any()
+
+
+TIE_SPEC = """features F {
+  g : {c, a, e, b, d}
+  n : int in [-2, 4]
+  k : int in [0, 3]  protected
+}
+model m = sklearn("m.skops")
+property same {
+  forall x, x' : F
+  require x.* == x'.* except {k}
+  require x.g == e and x.n == 3 and x'.k == 2
+  ensure label(m(x)) == label(m(x'))
+}
+"""
+
+
+def test_a_tie_the_layout_decides_is_decided_as_the_pipeline_and_the_verdict_stays_unknown(tmp_path):
+    """0.9 * 2 - 0.4 * 3 - 0.2 * 3 is 0 exactly at (e, 3, 3); with an intercept of 2e-16 the pipeline's own
+    predict on the whole domain (column-major) says 0 there, row-major said 1 (and the point alone says 1): fairspec
+    now decides every domain point as the pipeline's predict. The verdict was and is unknown: the point lies within
+    certify's runtime spread of the threshold (about 5e-15, a bound for every summation order), so no layout could
+    make a wrong one; the enumeration now sees the violating pair the pipeline's batch makes."""
+    import json
+    import subprocess
+    import sys
+
+    from fairspec.models.sklearn_model import SklearnModel, import_skops_io
+    from fairspec.runtime.encoding import encode
+    from fairspec.sema.check import check_file
+
+    fr = _fit_frame()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = Pipeline([("pre", ColumnTransformer([("o", OrdinalEncoder(categories=[list(CATS)]), ["g"]),
+                                                    ("p", "passthrough", ["n", "k"])])),
+                         ("clf", LogisticRegression())]).fit(fr, (np.arange(len(fr)) * 7 % 5 < 2).astype(int))
+    pipe[-1].coef_, pipe[-1].intercept_ = np.array([[0.9, -0.4, -0.2]]), np.array([2e-16])
+    import_skops_io().dump(pipe, str(tmp_path / "m.skops"))
+    (tmp_path / "s.fair").write_text(TIE_SPEC)
+    dom = _domain()
+    tie = int(np.flatnonzero((dom.g == "e") & (dom.n == 3) & (dom.k == 3))[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        own = pipe.predict(dom)
+        assert own[tie] == 0 and pipe.predict(dom.iloc[[tie]])[0] == 1          # the batch decides the tie
+        t = np.asarray(pipe[:-1].transform(dom), dtype=np.float64)
+        assert pipe[-1].predict(np.ascontiguousarray(t))[tie] == 1              # as fairspec decided it before
+        spec = check_file(tmp_path / "s.fair").spec
+        enc = spec.encoding_for("m")
+        X = encode(enc, {"g": np.array([CATS.index(v) for v in dom.g]), "n": dom.n.to_numpy(),
+                         "k": dom.k.to_numpy()}, len(dom))
+        m = SklearnModel(tmp_path / "m.skops")
+        m.bind_encoding(enc, spec.feature_set(enc.features))
+        assert np.array_equal(m.decide(X), own.astype(np.int64))
+    out = subprocess.run([sys.executable, "-m", "fairspec", "check", str(tmp_path / "s.fair"), "--format", "json"],
+                         capture_output=True, text=True, timeout=300)
+    (res,) = json.loads(out.stdout)["properties"]
+    assert res["status"] == "unknown" and res["details"]["runtime_rounding"]["spread"] > 1e-15
+    assert "every violating pair lies within the runtime's rounding" in res["reason"]
