@@ -423,6 +423,7 @@ class SklearnModel(LoadedModel):
         """Read the pipeline as folded from now on (its final estimator on the encoded columns), as
         __init__ reads a pipeline that folds without a domain."""
         self.folded, self.raw, self.input_width = folded, folded.final, int(folded.width)
+        self._laid = None                   # its layout probed again (pipeline_layout)
         names = getattr(folded.final, "feature_names_in_", None)
         self.input_names = tuple(str(n) for n in names) if names is not None else None
         self._frame = None
@@ -664,21 +665,33 @@ class SklearnModel(LoadedModel):
     def _runtime(self, X):
         """The estimator the runtime calls and its input: the pipeline's own estimator on the columns
         it reads (a one-hot block with a dropped category: ``self.raw`` is widened to the whole
-        block, sklearn_widen), or on the data frame of a pipeline evaluated whole."""
+        block, sklearn_widen) in the layout the pipeline hands them over (row- or column-major, or CSR:
+        pipeline_layout), or on the data frame of a pipeline evaluated whole."""
+        from .pipeline_layout import laid_out
+
         if self.unfolded:
             return self.raw, self._as_frame(X)
-        if self.folded is not None and self.folded.keep is not None:
-            import numpy as np      # row-major, as the ColumnTransformer's hstack hands it over (BLAS sums by layout)
+        if self.folded is None:
+            return self.raw, X
+        import numpy as np
 
+        if self.folded.keep is not None:
             if self.folded.merged is not None:      # infrequent categories grouped: a sum of 0s and one 1 at most
-                X = np.ascontiguousarray(np.column_stack(
-                    [X[:, m[0]] if len(m) == 1 else X[:, list(m)].sum(axis=1) for m in self.folded.merged]))
+                X = np.column_stack(
+                    [X[:, m[0]] if len(m) == 1 else X[:, list(m)].sum(axis=1) for m in self.folded.merged])
             else:
-                X = np.ascontiguousarray(X[:, list(self.folded.keep)])
+                X = X[:, list(self.folded.keep)]
             if self.folded.scale is not None:       # a weighted one-hot block: 0 / w, as the pipeline hands it over
                 X = X * np.asarray(self.folded.scale, dtype=np.float64)
-            return self.folded.runtime, X
-        return self.raw, X
+        # in the layout the ColumnTransformer hands over (BLAS sums by layout; pipeline_layout)
+        return (self.folded.runtime if self.folded.keep is not None else self.raw), laid_out(X, self._layout())
+
+    def _layout(self) -> str:
+        if getattr(self, "_laid", None) is None:
+            from .pipeline_layout import probe
+
+            self._laid = probe(self.pipeline, self.folded)
+        return self._laid
 
 
 def _named_categories(est) -> list[str]:

@@ -1,0 +1,60 @@
+"""The memory layout a folded pipeline's ColumnTransformer hands its final estimator, so that fairspec
+scores that estimator on the same floats in the same layout, bit for bit the pipeline's own.
+
+A linear model's or an MLP's ``X @ W`` is a BLAS product whose order of summation follows the layout of X:
+``ColumnTransformer`` stacks its transformers' outputs with ``np.hstack``, which keeps the layout its parts
+share -- a block of scaled or passed-through numbers selected from a data frame is column-major (Fortran
+order), a one-hot block row-major -- and a fitted ``sparse_output_`` hands over a CSR matrix (summed over its
+nonzero entries). Scored row-major, a LogisticRegression behind a passthrough of two numbers differed from
+the pipeline's predict_proba in the last bit on 1 of 140 domain points, a LinearSVC's decision on 5-7, and
+behind a sparse one-hot block an MLP on 9 (session 33). :func:`probe` reads the layout off the pipeline's
+own transform of a few rows of the frame fairspec replays witnesses on (``sklearn_pipeline.unfold``);
+:func:`laid_out` gives fairspec's rows that layout. certify's runtime error bounds hold for every
+summation order; enumerations and replays compare exact floats, and need this.
+"""
+
+from __future__ import annotations
+
+ROWS = 3        # a batch of more than one row: one row is row- and column-major at once
+
+
+def probe(pipe, folded) -> str:
+    """``"F"`` (column-major), ``"C"`` (row-major) or a scipy sparse format (``"csr"``): how the pipeline's
+    preprocessing lays out a batch of rows of the frame ``unfold`` builds (numbers float64, categories as
+    the pipeline's own values). ``"C"`` where its transform of those rows fails (it then fails on any)."""
+    import warnings
+
+    import numpy as np
+
+    from .sklearn_pipeline import unfold
+
+    width = max((c.offset + c.width for c in folded.columns), default=0)
+    X = np.zeros((ROWS, width), dtype=np.float64)
+    for c in folded.columns:
+        if c.kind == "onehot" and c.width:
+            X[:, c.offset] = 1.0                # its first category, on every row
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t = pipe[:-1].transform(unfold(folded, X))
+    except Exception:  # noqa: BLE001 - the pipeline's own predict raises the same on any frame
+        return "C"
+    if hasattr(t, "format") and hasattr(t, "toarray"):
+        return str(t.format)
+    t = np.asarray(t)
+    return "F" if t.ndim == 2 and t.flags.f_contiguous and not t.flags.c_contiguous else "C"
+
+
+def laid_out(X, layout: str):
+    """X (float64, rows of the estimator's input) in ``layout`` (:func:`probe`)."""
+    import numpy as np
+
+    if layout == "F":
+        return np.asfortranarray(X)
+    if layout == "C":
+        return np.ascontiguousarray(X)
+    import scipy.sparse as sp
+
+    # the ColumnTransformer's sparse.hstack(...).tocsr(): the nonzero entries of each row in column order
+    # (a dense block's zeros dropped), as csr_matrix of the dense rows stores them
+    return sp.csr_matrix(np.asarray(X, dtype=np.float64)).asformat(layout)

@@ -1,0 +1,163 @@
+"""A folded pipeline is scored in the layout its ColumnTransformer hands its estimator (models/pipeline_layout):
+column-major for numbers selected from a data frame, row-major after a dense one-hot block, CSR for a sparse
+output. Row-major everywhere, a LogisticRegression's / LinearSVC's / MLP's scores differed from the pipeline's own
+in the last bit on some domain points (BLAS sums by layout); enumerations and replays compare exact floats."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("skops")
+
+from sklearn.compose import ColumnTransformer  # noqa: E402
+from sklearn.ensemble import RandomForestClassifier  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.neural_network import MLPClassifier  # noqa: E402
+from sklearn.pipeline import Pipeline  # noqa: E402
+from sklearn.preprocessing import MinMaxScaler, OneHotEncoder, OrdinalEncoder, StandardScaler  # noqa: E402
+from sklearn.svm import LinearSVC  # noqa: E402
+
+from test_pipeline_fold_maps import CATS, _domain, _encoding, _fit_frame  # noqa: E402
+
+OH = {"categories": [list(CATS)]}
+CTS = {
+    "passthrough": (lambda: ColumnTransformer([("o", OrdinalEncoder(), ["g"]), ("p", "passthrough", ["n", "k"])]), "F"),
+    "scaled": (lambda: ColumnTransformer([("o", OrdinalEncoder(), ["g"]), ("s", StandardScaler(), ["n", "k"])]), "F"),
+    "one-hot dense": (lambda: ColumnTransformer([("o", OneHotEncoder(sparse_output=False, **OH), ["g"]),
+                                                 ("s", StandardScaler(), ["n", "k"])]), "C"),
+    "one-hot sparse": (lambda: ColumnTransformer([("o", OneHotEncoder(**OH), ["g"]), ("s", StandardScaler(), ["n", "k"])],
+                                                 sparse_threshold=1.0), "csr"),
+    "one-hot drop": (lambda: ColumnTransformer([("o", OneHotEncoder(drop="first", sparse_output=False, **OH), ["g"]),
+                                                ("s", MinMaxScaler(), ["n", "k"])]), "C"),
+}
+FINALS = {"logistic": (lambda: LogisticRegression(C=7.3), "predict_proba"),
+          "mlp": (lambda: MLPClassifier((7,), max_iter=300, random_state=0), "predict_proba"),
+          "linear svc": (lambda: LinearSVC(), "decision_function"),
+          "forest": (lambda: RandomForestClassifier(n_estimators=5, random_state=0), "predict_proba")}
+
+
+def _model(tmp_path, ct, final):
+    from fairspec.models.sklearn_model import SklearnModel
+    from fairspec.runtime.encoding import encode
+    from fairspec.sema.check import check_file
+
+    fr = _fit_frame()
+    y = (np.arange(len(fr)) * 7 % 5 < 2).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = Pipeline([("pre", ct), ("clf", final)]).fit(fr, y)
+    enc = _encoding(tmp_path, pipe)
+    dom = _domain()
+    X = encode(enc, {"g": np.array([CATS.index(v) for v in dom.g]), "n": dom.n.to_numpy(), "k": dom.k.to_numpy()},
+               len(dom))
+    m = SklearnModel(tmp_path / "m.skops", output="decision_function" if isinstance(final, LinearSVC) else None)
+    m.bind_encoding(enc, check_file(tmp_path / "s.fair").spec.feature_set(enc.features))
+    return pipe, m, X, dom
+
+
+def _column(v):
+    v = np.asarray(v, dtype=np.float64)
+    return v[:, 1] if v.ndim == 2 else v
+
+
+@pytest.mark.parametrize("final", sorted(FINALS))
+@pytest.mark.parametrize("ct", sorted(CTS))
+def test_a_folded_pipeline_scores_bit_for_bit_its_own_on_every_domain_point(tmp_path, ct, final):
+    from fairspec.models.pipeline_layout import probe
+    from fairspec.models.sklearn_pipeline import unfold
+
+    make, layout = CTS[ct]
+    est, method = FINALS[final]
+    pipe, m, X, dom = _model(tmp_path, make(), est())
+    assert not m.unfolded
+    assert probe(pipe, m.folded) == layout
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for frame in (dom, unfold(m.folded, X, m._integral)):     # the domain's int frame and the replay's
+            theirs = _column(getattr(pipe, method)(frame))
+            assert np.array_equal(m.score(X).view(np.int64), theirs.view(np.int64))
+            assert np.array_equal(m.score(X[::-1]).view(np.int64), theirs[::-1].view(np.int64))
+            assert np.array_equal(m.decide(X), (pipe.predict(frame) == pipe.classes_[1]).astype(np.int64))
+        _, Xr = m._runtime(X)
+        t = pipe[:-1].transform(dom)
+        if layout == "csr":
+            assert Xr.format == "csr" and np.array_equal(Xr.indptr, t.indptr) and np.array_equal(Xr.indices, t.indices)
+        else:
+            assert Xr.flags.f_contiguous == t.flags.f_contiguous and Xr.flags.c_contiguous == t.flags.c_contiguous
+
+
+def test_scored_row_major_a_column_major_pipeline_differed_in_the_last_bit():
+    """The measurement behind the fix: the same rows row-major and column-major give a LinearSVC on the scaled
+    block other floats on some domain points (were all equal, the layout would not matter)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fr = _fit_frame()
+        pipe = Pipeline([("pre", CTS["scaled"][0]()), ("clf", LinearSVC())]).fit(
+            fr, (np.arange(len(fr)) * 7 % 5 < 2).astype(int))
+        t = pipe[:-1].transform(_domain())
+        assert t.flags.f_contiguous and not t.flags.c_contiguous
+        assert (pipe[-1].decision_function(np.ascontiguousarray(t)) != pipe[-1].decision_function(t)).any()
+
+
+TIE_SPEC = """features F {
+  g : {c, a, e, b, d}
+  n : int in [-2, 4]
+  k : int in [0, 3]  protected
+}
+model m = sklearn("m.skops")
+property same {
+  forall x, x' : F
+  require x.* == x'.* except {k}
+  require x.g == e and x.n == 3 and x'.k == 2
+  ensure label(m(x)) == label(m(x'))
+}
+"""
+
+
+def test_a_tie_the_layout_decides_is_decided_as_the_pipeline_and_the_verdict_stays_unknown(tmp_path):
+    """0.9 * 2 - 0.4 * 3 - 0.2 * 3 is 0 exactly at (e, 3, 3); with an intercept of 2e-16 the pipeline's own
+    predict on the whole domain (column-major) says 0 there, row-major said 1 (and the point alone says 1): fairspec
+    now decides every domain point as the pipeline's predict. The verdict was and is unknown: the point lies within
+    certify's runtime spread of the threshold (about 5e-15, a bound for every summation order), so no layout could
+    make a wrong one; the enumeration now sees the violating pair the pipeline's batch makes."""
+    import json
+    import subprocess
+    import sys
+
+    from fairspec.models.sklearn_model import SklearnModel, import_skops_io
+    from fairspec.runtime.encoding import encode
+    from fairspec.sema.check import check_file
+
+    fr = _fit_frame()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = Pipeline([("pre", ColumnTransformer([("o", OrdinalEncoder(categories=[list(CATS)]), ["g"]),
+                                                    ("p", "passthrough", ["n", "k"])])),
+                         ("clf", LogisticRegression())]).fit(fr, (np.arange(len(fr)) * 7 % 5 < 2).astype(int))
+    pipe[-1].coef_, pipe[-1].intercept_ = np.array([[0.9, -0.4, -0.2]]), np.array([2e-16])
+    import_skops_io().dump(pipe, str(tmp_path / "m.skops"))
+    (tmp_path / "s.fair").write_text(TIE_SPEC)
+    dom = _domain()
+    tie = int(np.flatnonzero((dom.g == "e") & (dom.n == 3) & (dom.k == 3))[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        own = pipe.predict(dom)
+        assert own[tie] == 0 and pipe.predict(dom.iloc[[tie]])[0] == 1          # the batch decides the tie
+        t = np.asarray(pipe[:-1].transform(dom), dtype=np.float64)
+        assert pipe[-1].predict(np.ascontiguousarray(t))[tie] == 1              # as fairspec decided it before
+        spec = check_file(tmp_path / "s.fair").spec
+        enc = spec.encoding_for("m")
+        X = encode(enc, {"g": np.array([CATS.index(v) for v in dom.g]), "n": dom.n.to_numpy(),
+                         "k": dom.k.to_numpy()}, len(dom))
+        m = SklearnModel(tmp_path / "m.skops")
+        m.bind_encoding(enc, spec.feature_set(enc.features))
+        assert np.array_equal(m.decide(X), own.astype(np.int64))
+    out = subprocess.run([sys.executable, "-m", "fairspec", "check", str(tmp_path / "s.fair"), "--format", "json"],
+                         capture_output=True, text=True, timeout=300)
+    (res,) = json.loads(out.stdout)["properties"]
+    assert res["status"] == "unknown" and res["details"]["runtime_rounding"]["spread"] > 1e-15
+    assert "every violating pair lies within the runtime's rounding" in res["reason"]
