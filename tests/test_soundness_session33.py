@@ -101,3 +101,19 @@ def test_a_window_reaches_the_float32_its_floats_round_to():
     assert first_f == float(np.nextafter(0.3, 1)) and first_d == first_f
     assert real_window._edge(real_window.Cond("x.rr >= 0.3", lambda r, k: r >= real_window._read("0.3", k)),
                              real_window.FLOAT, up=True) == 0.3
+
+
+def test_bootstrap_does_not_call_a_claim_at_its_metrics_range_end_violated(tmp_path):
+    """distribution-93000010-q12: `disparate_impact(clf, groups P, distribution cond) >= 1` with `bootstrap = 200`;
+    the true network's conditional disparate impact is exactly 1 (the claim holds), the 20,000 rows' 0.998. Every
+    resample's value is at most 1, so the percentile interval [0.979, 0.9998] excludes 1 whatever the truth: it
+    cannot tell a population meeting the claim exactly from one missing it. It was `violated` (the rigorous bound,
+    without bootstrap, says unknown: [0.946, 1])."""
+    from differential import distributions as dist
+    from differential.judge import run_instance
+
+    inst = dist.generate(93_000_010)
+    (o,) = run_instance(inst, tmp_path, only=["q12"])
+    assert inst.props[[p.name for p in inst.props].index("q12")].truth.status == "holds"
+    assert o.status == "unknown", (o.status, o.reason)
+    assert "end of" in (o.reason or "")

@@ -670,6 +670,22 @@ def _estimated_verdict(prop, lo: float, hi: float, common: dict, *, violated_rea
     return Verdict(prop.name, prop.kind, status, reason=reason, **common)
 
 
+#: metrics over a distribution whose values lie in [0, 1]
+_UNIT_METRICS = frozenset({"disparate_impact", "statistical_parity", "equalized_odds", "equal_opportunity",
+                           "most_favoured", "least_favoured"})
+
+
+def _range_end(prop) -> float | None:
+    """The end of the metric's range at which alone the claim is met (``>= 1`` or ``<= 0`` of a metric in [0, 1]),
+    else None."""
+    if not isinstance(prop, ir.GroupMetric) or prop.metric not in _UNIT_METRICS or prop.threshold is None:
+        return None
+    t = float(prop.threshold)
+    if (prop.op == ">=" and t == 1.0) or (prop.op == "<=" and t == 0.0):
+        return t
+    return None
+
+
 def _bootstrap_verdict(prop, value: float, boot: dict, n_rows: int, claim: str, extremes: str,
                        common: dict) -> Verdict:
     """holds (estimated) / violated when the whole bootstrap percentile interval is on one side."""
@@ -694,6 +710,16 @@ def _bootstrap_verdict(prop, value: float, boot: dict, n_rows: int, claim: str, 
     info["interval"] = [lo, hi]
     where = (f"{conf:.0%} bootstrap interval over {len(vals)} networks re-estimated from resamples of the "
              f"{n_rows} rows")
+    end = _range_end(prop)
+    if end is not None and interval_status(prop.op, prop.threshold, lo, hi) == "violated":
+        # the claim is met only at the end of the metric's range (a ratio or rate >= 1, a difference <= 0): every
+        # resample lies at or past that end, so a percentile interval excludes it whatever the population's value
+        common["bound"] = (lo, hi)
+        return Verdict(prop.name, prop.kind, "unknown",
+                       reason=f"{claim} is met only at the end of {prop.metric}'s range ({_spec_number(end)}), which "
+                              f"no bootstrap interval can hold: [{lo:.4f}, {hi:.4f}], the {where}, is below it for a "
+                              f"population exactly at it too; {prop.metric} = {value:.4f} (without bootstrap = ..., "
+                              "the error bound decides it)", **common)
     return _estimated_verdict(
         prop, lo, hi, common,
         violated_reason=f"{claim} fails: the value is {value:.4f}, [{lo:.4f}, {hi:.4f}] ({where}){extremes}",
