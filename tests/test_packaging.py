@@ -199,6 +199,17 @@ def test_python_dash_m_fairspec_runs_the_command_line():
     assert r.returncode == 0 and "usage: fairspec" in r.stdout, r.stderr
 
 
+def test_ci_writes_bytecode():
+    """.ci/run unsets PYTHONDONTWRITEBYTECODE before its pytest line (and sets it nowhere): on a machine that
+    sets it, every process of the suite compiled fairspec's modules again and every pytest-xdist worker
+    rewrote every test module (bench/results/suite_time.md, session 33)."""
+    lines = [ln.split("#")[0].strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines()]
+    (at,) = [i for i, ln in enumerate(lines) if ln.startswith("python -m pytest")]
+    assert "unset PYTHONDONTWRITEBYTECODE" in lines[:at]
+    assert not any("PYTHONDONTWRITEBYTECODE=" in ln or ln.startswith("export PYTHONDONTWRITEBYTECODE")
+                   for ln in lines), lines
+
+
 def test_ci_fails_when_no_test_ran():
     """pytest exits 5 when it collected no test: .ci/run must turn that into a red run. Its pytest line is
     a plain command under `set -e` (no `||`, `;`, `&&`, pipe or `if` around it, no `set +e` before it),
