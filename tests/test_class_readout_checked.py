@@ -210,9 +210,9 @@ def test_an_enumerated_class_part_must_name_its_class():
 # ---------------------------------------------------------------------------------------------
 
 def _at_tie(sub, r, seconds):
-    from fairspec.kinds.individual_fairness import _decide_at_a_tie
+    from fairspec.kinds.pair_ties import decide_at_a_tie
 
-    return _decide_at_a_tie(SimpleNamespace(name="p"), sub, r, seconds)
+    return decide_at_a_tie(SimpleNamespace(name="p"), sub, r, seconds)
 
 
 def _tie_net(seed: int, kind: str) -> PLNet:

@@ -2,7 +2,7 @@
 tie within their tolerance and said unknown, where the value/label path falls back on the refinement).
 A class the solver leaves at a tie -- its only candidate pairs at a class score of 0, or a pair that does
 not change the class on the runtime -- is decided by the refinement over the whole domain
-(kinds.individual_fairness._decide_at_a_tie on the class-c sub-problem): bounds on the class score
+(kinds.pair_ties.decide_at_a_tie on the class-c sub-problem): bounds on the class score
 ``min_j (y_c - y_j)`` (a score of exactly 0 is a tie, never "surely another class") and enumeration of the
 runtime's own argmax (numpy's: the first largest column, as the model's predict); ``holds`` only with
 certify's Proof, ``violated`` only with a pair replayed on the runtime.
@@ -142,7 +142,7 @@ def test_class_at_exact_ties_agrees_with_brute_force(checked, kind, seed, backen
 def test_a_time_out_at_a_tie_never_holds(tmp_path, monkeypatch, kind, seed):
     """No budget for the refinement (TIE_BOXES = 0 sub-boxes) where the solvers stop at a tie: unknown,
     never holds (and never a pair that does not replay)."""
-    monkeypatch.setattr("fairspec.kinds.individual_fairness.TIE_BOXES", 0)
+    monkeypatch.setattr("fairspec.kinds.pair_ties.TIE_BOXES", 0)
     outputs, Y, flips, out = _run(tmp_path, monkeypatch, seed, kind, "milp", attack=False)
     for v in out:
         # the tie path was taken (or, since session 26, milp's own tie handed to certify_tie found the pair

@@ -140,7 +140,7 @@ def test_runtime_violates_compares_predict_proba_exactly(tmp_path):
 def test_a_data_flip_and_a_reproduced_pair_replay_on_predict_proba(tmp_path):
     """flip_replays (a data flip's witness) and reproduces (alone, as a pair, reversed) decide the tie on
     predict_proba: z = 0 and 2**-21 break ``< 2**-23``, not ``<= 2**-23``."""
-    from fairspec.kinds.pair_enumeration import reproduces
+    from fairspec.kinds.pair_fragile import reproduces
     from fairspec.kinds.pair_replay import flip_replays
 
     model = _loaded(tmp_path, _model((2.0 ** -21, 0.25), 0.0))

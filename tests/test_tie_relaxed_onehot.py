@@ -1,4 +1,4 @@
-"""The tie fallback (``individual_fairness._decide_at_a_tie``: the refinement over the whole domain as one
+"""The tie fallback (``pair_ties.decide_at_a_tie``: the refinement over the whole domain as one
 box) for the two shapes it used to leave ``unknown`` (session 21, h5): a **relaxed** input (the pair's
 ``b`` may differ by at most 1, ``require |x.b - x'.b| <= 1``) and a protected attribute encoded
 **one-hot** (three categories). Tiny ReLU networks biased to ties -- dyadic weights and biases (float32
@@ -144,7 +144,7 @@ def test_ties_with_relaxed_inputs_or_onehot_groups_agree_with_brute_force(tmp_pa
 
 @pytest.mark.parametrize("seed,shape", [(0, "relaxed"), (3, "relaxed"), (0, "onehot"), (3, "onehot")])
 def test_maximize_and_partitions_at_such_a_tie(tmp_path, monkeypatch, seed, shape):
-    """``mode = maximize`` (``_maximum_at_a_tie``) and ``partitions = 4`` (the decision pass per partition,
+    """``mode = maximize`` (``pair_ties.maximum_at_a_tie``) and ``partitions = 4`` (the decision pass per partition,
     combined by certify) at the same ties: ``<=`` holds -- maximize's interval holds the exact largest
     difference -- and ``<`` is violated."""
     from fairspec.pipeline import check

@@ -17,6 +17,7 @@ from dataclasses import replace
 import numpy as np
 
 from fairspec import ir
+from fairspec.kinds.pair_ties import decide_at_a_tie, maximum_at_a_tie
 from fairspec.verdict import Unsupported as NotLowered, Verdict, Witness, unknown
 
 
@@ -363,7 +364,7 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
             from fairspec.backends.milp.partition import at_a_tie
 
             if at_a_tie(res):
-                res = _decide_at_a_tie(prop, problem, res, ctx.remaining(setting(prop, "timeout", backend)))
+                res = decide_at_a_tie(prop, problem, res, ctx.remaining(setting(prop, "timeout", backend)))
     if trees is None and res.status == "holds" and res.proof is None and res.coverage is not None:
         # every partition proved: their proofs combined by certify (boxes covering the domain, each proof
         # about the whole property restricted to its box: exact-smt, bab-certificate, tilings, any mix);
@@ -386,7 +387,7 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
         from fairspec.backends.milp.partition import at_a_tie
 
         if at_a_tie(res):        # after certify_result: its "within the runtime's rounding" is a tie too
-            res = _maximum_at_a_tie(prop, problem, res, ctx.remaining(setting(prop, "timeout", backend)),
+            res = maximum_at_a_tie(prop, problem, res, ctx.remaining(setting(prop, "timeout", backend)),
                                     ctx.model(prop.model), runtime)
     if trees is None and runtime is not None and mode == "maximize" and res.status != "violated":
         res = _replayed_lower_end(prop, ctx.model(prop.model), runtime, res)
@@ -402,7 +403,7 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
     seconds = time.perf_counter() - t0
     details = {"engine": getattr(res, "engine", backend), "mode": mode, "solver_seconds": round(res.seconds, 4)}
     if (res.stats or {}).get("at_a_tie"):
-        details["at_a_tie"] = res.stats["at_a_tie"]      # the refinement after the solver's tie (_decide_at_a_tie)
+        details["at_a_tie"] = res.stats["at_a_tie"]      # the refinement after the solver's tie (pair_ties.decide_at_a_tie)
     if getattr(res, "coverage", None) is not None:
         cov = res.coverage
         # partition counts ("proved": with a certify Proof; a holds on a solver's word is "uncertified") and
@@ -459,7 +460,7 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
             details["maximum"] = ("proved" if met else
                                   "not proved: [best pair replayed on the runtime, certified upper bound]")
     if mode == "maximize" and (res.stats or {}).get("maximum") and (res.value is not None or "maximum" not in details):
-        details["maximum"] = res.stats["maximum"]        # _maximum_at_a_tie's interval, said as it was obtained
+        details["maximum"] = res.stats["maximum"]        # pair_ties.maximum_at_a_tie's interval, said as it was obtained
     if res.status == "violated" and res.witness is not None:
         model = ctx.model(prop.model)
         if backend == "smt":
@@ -512,7 +513,7 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
             from fairspec.backends.pair import PairResult
 
             probe = PairResult("unknown", reason="", engine=res.engine, mode=res.mode)
-            tie = _decide_at_a_tie(prop, problem, probe, ctx.remaining(setting(prop, "timeout", backend)),
+            tie = decide_at_a_tie(prop, problem, probe, ctx.remaining(setting(prop, "timeout", backend)),
                                    situation="the solver's witness lies within the runtime's rounding of the threshold")
             details["at_a_tie"] = tie.stats.get("at_a_tie")
             if tie.status == "holds":
@@ -528,7 +529,7 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
             if not ok and tie.status == "unknown":
                 tie_note = tie.reason.removeprefix("; ")
         if not ok:
-            from fairspec.kinds.pair_enumeration import batched_reason
+            from fairspec.kinds.pair_fragile import batched_reason
 
             why = (batched_reason("the witness pair lies", fragile) if fragile else
                    f"the {backend} witness did not reproduce on the model's runtime (it lies within rounding of "
@@ -598,100 +599,6 @@ def _combined(prop, problem, parts, res, rt):
     return combine_partitions(proofs, parts, problem.lo, problem.hi, problem.integer, expect=expect, claim=claim)
 
 
-#: sub-boxes the refinement may cut the whole domain into after the solvers stopped at a tie (a count: the
-#: extra work is bounded without timing the machine; the property's time budget bounds it too)
-TIE_BOXES = 4096
-
-
-def _decide_at_a_tie(prop, problem, res, seconds, situation: str = "the solver's only candidate pairs lay on the "
-                     "post-condition's boundary within its tolerance"):
-    """The whole-domain solvers' ``unknown`` at a tie -- their only candidate pairs lie on the
-    post-condition's boundary within their tolerance or the runtime's rounding (audit s19 engines #6:
-    dyadic weights, a logit exactly 0 or a largest difference exactly eps at grid points) -- decided by
-    the refinement over the whole domain as one partition (:func:`fairspec.backends.refine.decide_partitions`,
-    the partitions' decision pass: sub-boxes proved fair by bounds or enumerated exactly on the runtime,
-    where ``<`` is not ``<=``), within :data:`TIE_BOXES` sub-boxes and ``seconds``: ``holds`` with certify's
-    Proof (the tiling, checked as the one part covering the domain by certify.partitions), ``violated``
-    with a pair that replays on the runtime (run_pair replays it again), else ``res`` with why not."""
-    from fairspec.backends.pair import PairResult, pair_measure
-    from fairspec.backends.pair.certify import runtime_of
-    from fairspec.backends.pair.problem import make_witness
-    from fairspec.backends.refine import decide_partitions
-    from fairspec.certify.partitions import combine_partitions, whole_claim
-
-    if seconds is not None and seconds <= 0:
-        return res
-    t0 = time.perf_counter()
-    whole = [(np.asarray(problem.lo, dtype=np.float64), np.asarray(problem.hi, dtype=np.float64))]
-    (d,) = decide_partitions(problem, whole, seconds=3600.0 if seconds is None else float(seconds),
-                             max_boxes=TIE_BOXES)
-    took = time.perf_counter() - t0
-    stats = {**(res.stats or {}), "at_a_tie": {"decided_by": "refinement", "seconds": round(took, 4),
-                                               "boxes": d.stats.get("boxes"), "tiles": d.stats.get("tiles")}}
-    why = d.reason or "the refinement's tiling was not certified"
-    if d.status == "fair" and d.proof is not None:
-        rt = runtime_of(problem)
-        try:
-            expect = whole_claim(problem, readout=rt.readout, precision=rt.precision)
-        except (ValueError, TypeError, AttributeError):
-            expect = None
-        claim = (f"no pair violates {prop.name} on the model's runtime: the whole domain's sub-boxes, each proved "
-                 "fair by bounds or enumerated")
-        proof = None if expect is None else combine_partitions([d.proof], whole, problem.lo, problem.hi,
-                                                               problem.integer, expect=expect, claim=claim)
-        if proof is not None:
-            return PairResult("holds", "proved", reason=f"{situation} (a tie); the refinement over the whole domain "
-                              f"proves it: {proof.summary}", seconds=res.seconds + took, engine=res.engine,
-                              mode=res.mode, stats=stats, proof=proof)
-        why = "certify did not accept the refinement's tiling as a proof of the whole domain"
-    elif d.status == "unfair" and d.pair is not None:
-        w = make_witness(problem, *d.pair)
-        if w.z < w.z_prime:
-            w = make_witness(problem, d.pair[1], d.pair[0])
-        return PairResult("violated", None, float(pair_measure(problem.post, w.z, w.z_prime)), None, w,
-                          f"{situation} (a tie); the refinement over the whole domain found an unfair individual, "
-                          "whose pair replays",
-                          res.seconds + took, engine=res.engine, mode=res.mode, best=w, stats=stats)
-    return replace(res, reason=f"{res.reason}; the refinement over the whole domain did not decide it either ({why})",
-                   seconds=res.seconds + took, stats=stats)
-
-
-def _maximum_at_a_tie(prop, problem, res, seconds, model, runtime):
-    """maximize's ``unknown`` at a tie (the largest measure equals the threshold within the solver's
-    tolerance or the runtime's rounding: audit s19 engines #6, t2 ``mx`` / ``ml``) decided as find and
-    prove are, by :func:`_decide_at_a_tie` (the refinement over the whole domain, exact on the runtime):
-
-    * ``holds``: certify's Proof that no pair breaks the post-condition on the runtime, in any batch
-      size or order (the refinement leaves open an individual another batch may decide otherwise), so
-      the threshold bounds the largest measure of every evaluation; the lower end is the solver's best
-      pair replayed on the runtime (its measure in that batch, as the enumeration reports this batch's
-      largest). The interval is ``[v, v]`` when that pair scores exactly the threshold, else
-      ``[v, threshold]``; no value when the pair does not replay or its measure is no score the runtime
-      gives (label on a probability); a replayed measure beyond the proved threshold is a contradiction
-      kept ``unknown``;
-    * ``violated``: the refinement's pair (replayed again by run_pair, which reports its runtime
-      measure), the certified upper bound kept as the interval's upper end (milp.maximize's ``bound``:
-      certify's, or None), not proved;
-    * else ``res`` with why the refinement did not decide it."""
-    from fairspec.kinds.pair_runtime import runtime_pair_value, threshold_interval
-
-    tie = _decide_at_a_tie(prop, problem, res, seconds, situation="the largest measure lay at the threshold within "
-                           "the solver's tolerance or the runtime's rounding")
-    if tie.status == "violated":
-        return replace(tie, bound=None if res.bound is None else max(float(res.bound), float(tie.value)))
-    if tie.status != "holds":
-        return tie
-    lo = None
-    if res.best is not None:
-        _, X2, s = runtime.replay.full(np.asarray(res.best.x), np.asarray(res.best.x_prime))
-        lo = None if s is None else runtime_pair_value(prop, model, s, X2)
-    thr, note = threshold_interval(problem.post, prop.eps, problem.eps_strict, lo, "the refinement's proof")
-    if thr is None and lo is not None:
-        return replace(res, reason=f"{res.reason}; the refinement proves the property, but {note}: not reported")
-    return replace(tie, value=lo if thr is not None else None, bound=thr, best=res.best,
-                   stats={**tie.stats, "maximum": note})
-
-
 def _replayed_lower_end(prop, model, runtime, res):
     """maximize's lower end when no witness is reported (holds, unknown): the solver's best pair
     replayed on the runtime (:func:`fairspec.kinds.pair_runtime.best_pair_value`), as a violated
@@ -722,7 +629,8 @@ def _fragile(prop, model, X2, details: dict) -> dict | None:
     """A replayed witness another batch may round away (:func:`fairspec.kinds.pair_enumeration.fragile_pair`),
     noted in the details; returned when it does not reproduce alone, as a pair and reversed either:
     it is then not reported."""
-    from fairspec.kinds.pair_enumeration import fragile_pair, rounding_details
+    from fairspec.kinds.pair_enumeration import fragile_pair
+    from fairspec.kinds.pair_fragile import rounding_details
 
     moved = fragile_pair(prop, model, X2)
     if moved:

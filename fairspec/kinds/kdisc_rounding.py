@@ -110,7 +110,7 @@ WITNESS_NOTE = ("within the runtime's rounding of a bucket boundary; it reaches 
 
 
 def batched_reason(individuals: int, points: int) -> str:
-    from fairspec.kinds.pair_enumeration import BATCHED
+    from fairspec.models.batching import BATCHED
 
     return (f"{individuals:,} individual(s) have counterfactuals within the runtime's rounding of a bucket "
             f"boundary, and the runtime may round {points:,} of them differently in another batch size or "

@@ -10,7 +10,7 @@
   class-score sub-problems of :mod:`fairspec.backends.pair.multiclass` on HiGHS / SCIP or z3, every
   witness replayed on the loaded model (``predict_class``: the first largest column), ``holds`` only
   with certify's joined Proof; a class the solver leaves at a tie is decided by the refinement over the
-  whole domain (``individual_fairness._decide_at_a_tie``, as the value path), exact on that argmax. A softmax output's class is read from the runtime's float
+  whole domain (``pair_ties.decide_at_a_tie``, as the value path), exact on that argmax. A softmax output's class is read from the runtime's float
   probabilities, outside the runtime error model: such a ``holds`` is ``unknown``.
 * ``class_logit`` (logit column c, or every column): small domains by enumeration, else ``unknown``.
 * ``class_prob`` for one class or every class (``forall c``, one exact comparison per pair and class):
@@ -186,10 +186,11 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
         # or the runtime's rounding; or its pair does not change the class on the runtime): the refinement over
         # the whole domain, exact on the runtime's argmax (the first largest column), as the value path does
         from fairspec.backends.milp.partition import at_a_tie
+        from fairspec.kinds.pair_ties import decide_at_a_tie
 
         if r.status == "unknown" and not at_a_tie(r):
             return r
-        return kind._decide_at_a_tie(prop, sub, r, seconds, situation="the solver's only candidate pairs lay at a "
+        return decide_at_a_tie(prop, sub, r, seconds, situation="the solver's only candidate pairs lay at a "
                                      "tie between classes within its tolerance or the runtime's rounding")
     engine = "z3" if backend == "smt" else setting(prop, "engine", backend)
     if backend == "smt" and rt.layers is None:

@@ -31,7 +31,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.models.batching import (ASSUMED_SPREAD, ASSUMED_SPREAD_OTHER,  # noqa: F401 - re-exported
-                                        BATCHED, batch_dependent, elementwise_sigmoid_head)
+                                        batch_dependent, elementwise_sigmoid_head)
 from fairspec.models.batching import rounds_by_batch as _batched_without_bound
 
 MAX_PAIRS = 4_000_000
@@ -132,13 +132,6 @@ def admissible(prop: ir.IndividualFairness, varying, grid: dict, V: int) -> np.n
         limit = math.ceil(tt) - 1 if strict else math.floor(tt)      # the largest integer d with d op t
         M &= d <= limit
     return M
-
-
-
-
-#: the note of a verdict that rests on :data:`ASSUMED_SPREAD`
-SPREAD_ASSUMED = ("the runtime error model does not cover this model: how far another batch may round a score "
-                  "is assumed (pair_enumeration.ASSUMED_SPREAD), not bounded")
 
 
 def _assumed_spread(model, X: np.ndarray):
@@ -453,6 +446,7 @@ def fragile_pair(prop: ir.IndividualFairness, model, X2: np.ndarray) -> dict | N
     point alone, the pair, the pair reversed: :func:`reproduces`); None for a pair every batch
     violates alike (and on runtimes that score every batch alike)."""
     from fairspec.certify.enumerate import compared_kind
+    from fairspec.kinds.pair_fragile import reproduces
     from fairspec.kinds.pair_runtime import library_logistic, post_scores
 
     if not batch_dependent(model):
@@ -480,64 +474,6 @@ def fragile_pair(prop: ir.IndividualFairness, model, X2: np.ndarray) -> dict | N
     return moved
 
 
-def reproduces(prop: ir.IndividualFairness, model, X2: np.ndarray) -> list[int]:
-    """The columns in which the pair X2 breaks the post-condition on the runtime scored each point
-    alone, as the pair and as the pair reversed ([0] for a one-column post; empty: it does not
-    reproduce). How a user replays a witness; another batch may still round it away."""
-    from dataclasses import replace
-
-    from fairspec.kinds.pair_runtime import library_probability, post_scores, runtime_violates
-
-    X2 = np.atleast_2d(np.asarray(X2, dtype=np.float64))
-    alone = [post_scores(prop, model, X2[i:i + 1])[0] for i in range(2)]
-    pair = post_scores(prop, model, X2)[0]
-    rev = post_scores(prop, model, np.ascontiguousarray(X2[::-1]))[0]
-    if pair is None or rev is None or any(v is None for v in alone):
-        return []
-    runs = [np.concatenate([np.asarray(v, dtype=np.float64) for v in alone], axis=0),
-            np.asarray(pair, dtype=np.float64), np.asarray(rev, dtype=np.float64)[::-1]]
-    if runs[1].ndim == 1:
-        # prob the library computes from the logit: predict_proba of each run, decided on its floats
-        P = [library_probability(prop, model, X2[i:i + 1]) for i in range(2)]
-        P = [None if any(p is None for p in P) else np.concatenate(P), library_probability(prop, model, X2),
-             library_probability(prop, model, np.ascontiguousarray(X2[::-1]))]
-        P = [(None, None) if p is None else (p[:1], p[1:]) if i < 2 else (p[1:], p[:1]) for i, p in enumerate(P)]
-        return [0] if all(runtime_violates(prop, model, S[:1], S[1:], *p)[0] for S, p in zip(runs, P)) else []
-    return [c for c in range(runs[1].shape[1])          # forall c: the columns that break it in every run
-            if all(runtime_violates(replace(prop, cls=c), model, S[:1, c], S[1:, c])[0] for S in runs)]
-
-
-def _reproduced(prop, model, X, N: int, a, b, fragile, post: str, score_kind: str, s, tries: int = 8):
-    """``(j, scores)``: the first of the violating pairs ``fragile`` (indices into a, b; the largest
-    measure first) that :func:`reproduces` alone, as a pair and reversed, with its scores as a pair
-    (the column compared, for forall c); or None."""
-    from fairspec.kinds.pair_runtime import post_scores, runtime_measure
-
-    order = fragile
-    if post != "class" and (post != "label" or score_kind == "logit"):
-        order = fragile[np.argsort(-runtime_measure(post, score_kind, s[a[fragile]], s[b[fragile]]), kind="stable")]
-    for j in order[:tries]:
-        X2 = X[[a[j] % N, b[j] % N]]
-        cols = reproduces(prop, model, X2)
-        if cols:
-            sc = np.asarray(post_scores(prop, model, X2)[0], dtype=np.float64)
-            if sc.ndim == 2:        # the pair's scores in a column it breaks (not necessarily a[j]'s)
-                sc = sc[:, cols[0]]
-            return int(j), (float(sc[0]), float(sc[1]))
-    return None
-
-
-def rounding_details(moved: dict) -> dict:
-    """The JSON details of :func:`_rounded_apart` / :func:`fragile_pair`'s result."""
-    out = {"pairs_near_threshold": moved["near"], "points_not_exact": moved["moved"], "spread": moved["spread"]}
-    if moved.get("assumed"):
-        out["spread_assumed"] = SPREAD_ASSUMED
-    if moved.get("reproduced"):
-        out["witness"] = ("within the runtime's rounding of the threshold; it violates the property scored alone, "
-                          "as a pair and reversed, but another batch size or order may round it away")
-    return out
-
-
 def _predict_decision(model, X):
     """``(values, threshold)`` scikit-learn's predict thresholds for a binary model whose label is its
     predict: decision_function against 0 where it has one (the logit of the declared class), else the
@@ -553,13 +489,6 @@ def _predict_decision(model, X):
     if getattr(model, "score_kind", "") == "prob":
         return np.asarray(model.score(X), dtype=np.float64).reshape(-1), 0.5
     return None, None
-
-
-def batched_reason(which: str, moved: dict) -> str:
-    """The reason of an ``unknown`` left by :func:`_rounded_apart`."""
-    rounding = "an assumed bound of the runtime's rounding" if moved.get("assumed") else "the runtime's rounding"
-    return (f"{which} within {rounding} of the threshold, and the runtime may round {moved['moved']:,} "
-            f"of their points differently in another batch size or order: {BATCHED}")
 
 
 def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: float):
@@ -590,6 +519,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     for n, v in vgrid.items():
         values[n] = np.tile(v, T)
     X = encode(enc, values, N)
+    from fairspec.kinds.pair_fragile import batched_reason, reproduced_pair, rounding_details
     from fairspec.kinds.pair_runtime import library_logistic, library_probability, post_scores, runtime_measure
 
     s, score_kind = post_scores(prop, model, X)
@@ -741,7 +671,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         fragile = np.flatnonzero(bad & moved["unsure"])
         bad &= ~moved["unsure"]             # violations no batching rounds away
         if not bad.any():                   # else one a user reproduces: alone, as a pair and reversed
-            replayed = _reproduced(prop, model, X, N, a, b, fragile, post, score_kind, s)
+            replayed = reproduced_pair(prop, model, X, N, a, b, fragile, post, score_kind, s)
             if replayed is None:
                 return unknown(prop, batched_reason("every violating pair lies", moved), backend=backend,
                                seconds=seconds, details=details, value=value, bound=bound)

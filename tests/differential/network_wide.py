@@ -4,7 +4,7 @@ with the wide integer feature always (``big``: 50-200 values, so sub-boxes of mo
 ``network-wide-solver`` (campaign.families: enumeration of small domains off), the partitions the solvers
 leave and their shares go to the refinement: sub-boxes bounded by ``certify.boxes.decide_boxes``, split at a
 hidden layer (``certify.layersplit`` / ``certify.relsplit``), enumerated (``count_individuals``), and the
-whole domain after a solver's tie (``_decide_at_a_tie``).
+whole domain after a solver's tie (``pair_ties.decide_at_a_tie``).
 
 Judged as the network family (the verdict, its witness, a maximum) and, where the property has no relaxed
 feature, on its shares (``details.coverage.shares``): an individual (the tied features' values) is unfair

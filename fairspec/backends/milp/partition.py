@@ -753,6 +753,6 @@ def _combine(problem, mode, parts, results, seconds, refined=()) -> PairResult:
                           seconds, cov, engine, mode, top and (top.best or top.witness), stats)
     # each kind of reason once, the partitions it concerns counted (it listed 3, nested in parentheses)
     why = undecided_reason(undecided, len(parts), [r.reason for r in done if r.status == "unknown"])
-    # maximize: every partition's certified bound bounds the domain's maximum (_maximum_at_a_tie's value needs it)
+    # maximize: every partition's certified bound bounds the domain's maximum (pair_ties.maximum_at_a_tie's value needs it)
     return PairResult("unknown", None, value, bound if mode == "maximize" else None, None, why, seconds, cov, engine,
                       mode, top and (top.best or top.witness), stats)
