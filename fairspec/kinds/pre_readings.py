@@ -76,8 +76,8 @@ def readings_maximum(run, parted: str):
         if same and "maximum" in (per[0].details or {}):
             details["maximum"] = per[0].details["maximum"]
         elif not same:
-            details["maximum"] = (f"no value: the {NAMES[got.index(None)]} reading gives no certified interval and "
-                                  f"its largest difference is not the other's")
+            details["maximum"] = (f"no value: the {NAMES[got.index(None)]} reading gives no certified interval (each "
+                                  f"reading of the constants has its own largest difference)")
         said = ("" if not same or value is None else
                 f"; both readings of the constants give the largest difference {value!r}")
     else:
