@@ -161,3 +161,29 @@ def test_a_tie_the_layout_decides_is_decided_as_the_pipeline_and_the_verdict_sta
     (res,) = json.loads(out.stdout)["properties"]
     assert res["status"] == "unknown" and res["details"]["runtime_rounding"]["spread"] > 1e-15
     assert "every violating pair lies within the runtime's rounding" in res["reason"]
+
+
+@pytest.mark.parametrize("ct", ["passthrough", "scaled", "one-hot drop", "one-hot sparse"])
+def test_the_smt_runtime_reads_the_pipelines_own_decision_function(tmp_path, ct):
+    """certify's exact SMT path replays a label / logit post of a logistic regression on its decision_function:
+    the pipeline's own (its estimator on the columns it reads, in its layout), not the widened copy row-major."""
+    from fairspec.backends.smt.runtime import runtime_of
+
+    pipe, m, X, dom = _model(tmp_path, CTS[ct][0](), LogisticRegression(C=7.3))
+    enc = m_enc(tmp_path)
+    rt = runtime_of(m, enc, "label")
+    assert rt is not None and rt.score_kind == "logit"
+    V = X.copy()                # the problem space: a scaled feature's own values
+    for c in enc.columns:
+        if c.kind in ("standard", "minmax"):
+            V[:, c.offset] = dom[c.feature].to_numpy(dtype=np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = np.asarray(pipe.decision_function(dom), dtype=np.float64)
+    assert np.array_equal(np.asarray(rt.replay(V)).view(np.int64), theirs.view(np.int64))
+
+
+def m_enc(tmp_path):
+    from fairspec.sema.check import check_file
+
+    return check_file(tmp_path / "s.fair").spec.encoding_for("m")

@@ -686,6 +686,15 @@ class SklearnModel(LoadedModel):
         # in the layout the ColumnTransformer hands over (BLAS sums by layout; pipeline_layout)
         return (self.folded.runtime if self.folded.keep is not None else self.raw), laid_out(X, self._layout())
 
+    def own_decision(self, X):
+        """decision_function of the estimator the runtime calls, on its own input (``_runtime``)."""
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est, X = self._runtime(X)
+            return est.decision_function(X)
+
     def _layout(self) -> str:
         if getattr(self, "_laid", None) is None:
             from .pipeline_layout import probe

@@ -70,12 +70,19 @@ def _readout(raw, readout):
 
 
 def _decision(model, X) -> np.ndarray:
-    """A binary scikit-learn linear model's decision_function (the logit of classes_[1])."""
+    """A binary scikit-learn linear model's decision_function (the logit of classes_[1]), as its runtime
+    computes it: a folded pipeline's own estimator on the columns it reads, in the layout its
+    ColumnTransformer hands over (``SklearnModel.own_decision``; the widened copy ``model.raw`` row-major
+    summed otherwise in the last bit)."""
     import warnings
 
+    X = np.asarray(X, dtype=np.float64)
+    own = getattr(model, "own_decision", None)
+    if own is not None:
+        return np.asarray(own(X), dtype=np.float64).reshape(-1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return np.asarray(model.raw.decision_function(np.asarray(X, dtype=np.float64)), dtype=np.float64).reshape(-1)
+        return np.asarray(model.raw.decision_function(X), dtype=np.float64).reshape(-1)
 
 
 def _library_probability(model, enc):
