@@ -187,3 +187,16 @@ def m_enc(tmp_path):
     from fairspec.sema.check import check_file
 
     return check_file(tmp_path / "s.fair").spec.encoding_for("m")
+
+
+@pytest.mark.parametrize("ct", ["passthrough", "one-hot drop", "one-hot sparse"])
+def test_the_logit_a_probability_model_is_decided_on_is_the_pipelines_own_decision_function(tmp_path, ct):
+    """models/runtime_layers.logit_scores (what predict thresholds, for a model declared by predict_proba): the
+    pipeline's own decision_function bit for bit, not the widened copy's row-major one."""
+    from fairspec.models.runtime_layers import logit_scores
+
+    pipe, m, X, dom = _model(tmp_path, CTS[ct][0](), LogisticRegression(C=7.3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = np.asarray(pipe.decision_function(dom), dtype=np.float64)
+    assert np.array_equal(logit_scores(m, X).view(np.int64), theirs.view(np.int64))

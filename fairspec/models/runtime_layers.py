@@ -140,13 +140,16 @@ def logit_scores(model, X):
     import warnings
 
     X = np.asarray(X, dtype=np.float64)
-    if getattr(model, "unfolded", False):
-        # a pipeline evaluated whole reads a data frame: the encoded columns turned back into it, as
-        # its predict and predict_proba are (SklearnModel._as_frame)
-        X = model._as_frame(X)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        z = one_per_row(raw.decision_function(X), X.shape[0])
+    own = getattr(model, "own_decision", None)
+    if own is not None:
+        # the estimator its runtime calls on its own input (SklearnModel._runtime): a pipeline evaluated whole
+        # on its data frame; a folded one's own estimator on the columns it reads, in the layout its
+        # ColumnTransformer hands over (pipeline_layout; the widened copy ``raw`` row-major sums otherwise)
+        z = one_per_row(own(X), X.shape[0])
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            z = one_per_row(raw.decision_function(X), X.shape[0])
     if z is None:
         return None
     return -z if model.readout.index == 0 else z
