@@ -162,6 +162,8 @@ def post_scores(prop: ir.IndividualFairness, model, X):
         if not outputs_are_logits(model):   # e.g. a pipeline's predict_proba: no logit to compare (None)
             return None, "logit"
         Y = np.asarray(model.outputs(X), dtype=np.float64)
+        if Y.ndim == 2 and Y.shape[1] == 1:     # one column z: class 1's logit z, class 0's -z (readout.class_logit)
+            Y = np.concatenate([-Y, Y], axis=1)
         return (Y[:, prop.cls].copy() if isinstance(prop.cls, int) else Y), "logit"
     if prop.post == "class_prob":        # every class (forall c): the whole matrix (n, K)
         P = np.asarray(model.class_probabilities(X), dtype=np.float64)
