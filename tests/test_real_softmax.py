@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 mpmath = pytest.importorskip("mpmath")
-mpmath.mp.prec = 4000          # e**-745 apart at the ends of float64's range: exact enough for any pair here
+PREC = 4000                    # bits: e**-745 apart at the ends of float64's range, exact enough for any pair here
 
 
 def _exact(x) -> Fraction:
@@ -24,8 +24,9 @@ def _true_p(row, c) -> Fraction:
     row = [float(v) for v in np.atleast_1d(row)]
     if len(row) == 1:
         row = [0.0, row[0]]
-    den = sum(mpmath.exp(mpmath.mpf(v) - mpmath.mpf(row[c])) for v in row)
-    return _exact(1 / den)
+    with mpmath.workprec(PREC):    # local: another test module may set mpmath's global precision
+        den = sum(mpmath.exp(mpmath.mpf(v) - mpmath.mpf(row[c])) for v in row)
+        return _exact(1 / den)
 
 
 def _rows(rng, n, K):
