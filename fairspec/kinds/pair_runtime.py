@@ -80,12 +80,13 @@ def outputs_are_logits(model) -> bool:
 def real_softmax(prop: ir.IndividualFairness, model) -> bool:
     """Is ``prob(m(x), c)`` the REAL softmax of the runtime's float logits (one column: the real logistic,
     ``[1 - p, p]``)? So for a ``class_prob`` post on a model whose outputs are logits (:func:`outputs_are_logits`)
-    and whose library computes no probability of its own (a scikit-learn classifier read by predict_proba is
-    decided on those floats). fairspec's float64 softmax of them is only an approximation (1 / (1 + exp(-z))
+    and whose library computes no probability of its own (a scikit-learn classifier read by predict_proba, a
+    booster, whose tree engines read its predict_proba, are decided on those floats). fairspec's float64 softmax of them is only an approximation (1 / (1 + exp(-z))
     rounds z = 36.73 to 1 - 2**-52 and 36.75 to 1.0, 2.2e-16 apart, where the real logistic moves by 2.2e-18):
     a pair is decided by certify's rigorous bounds of it (:func:`class_prob_decide`), never by those floats."""
     return prop.post == "class_prob" and outputs_are_logits(model) and \
-        not getattr(model, "reads_library_probability", False)
+        not getattr(model, "reads_library_probability", False) and \
+        getattr(model, "format", "") not in ("xgboost", "lightgbm")    # a booster's: its predict_proba (tree engines)
 
 
 def class_prob_decide(prop: ir.IndividualFairness, model, Ya, Yb, cls=None) -> tuple[np.ndarray, np.ndarray]:
