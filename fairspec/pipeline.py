@@ -446,13 +446,28 @@ def _class_in_range(prop, ctx) -> None:
     m = ctx.spec.model(name)
     if m is None or m.format in ("rule", "predictions") or m.n_classes is not None:
         return                          # lint checked it against the classes it read
-    K = getattr(getattr(ctx.model(name), "readout", None), "n_classes", None)
+    loaded = ctx.model(name)
+    K = getattr(getattr(loaded, "readout", None), "n_classes", None)
+    if K is None and getattr(getattr(loaded, "readout", None), "task", None) != "regression":
+        K = _columns_run(prop, ctx, loaded)
     if K is not None and c >= K:
         from fairspec.diagnostics import Sink
 
         raise DiagnosticError(Sink().add("FS417", f"class {c} is out of range: model '{name}' has {K} classes "
                                                   f"(its output columns, known once {m.path} is loaded)", prop.span,
                                          hint=f"classes are columns counted from 0: 0 .. {K - 1}"))
+
+def _columns_run(prop, ctx, model) -> int | None:
+    """The classes of a model whose output width the file leaves symbolic (an ONNX ``[N, "K"]``): its columns
+    on one encoded row (one column: a binary score, classes 0 and 1); None where it cannot be run so."""
+    try:
+        import numpy as np
+
+        Y = model.outputs(np.zeros((1, ctx.encoding(prop.model).width)))
+    except Exception:               # the backend reports whatever this model cannot do
+        return None
+    return max(2, int(np.shape(Y)[1])) if np.ndim(Y) == 2 else None
+
 
 def _vacuous(prop, spec):
     from fairspec.kinds.no_pair import vacuous

@@ -421,15 +421,19 @@ def _relaxed_grid(q, B, x):
     return out
 
 
-def _score_pairs(q, B, evaluate, x, xps):
+def _score_pairs(q, B, evaluate, x, xps, logits=None):
     """Every admissible pair at the shared point ``x`` (x' over the relaxed points ``xps``) scored on
-    the runtime: ``(violating pair or None, best float difference, its pair)``, compared exactly."""
-    from fairspec.certify.enumerate import compare_exact
+    the runtime: ``(violating pair or None, best float difference, its pair, its exact difference rounded
+    up, undecided)``, compared exactly -- or, with ``logits`` (the runtime's logit rows, whose REAL softmax
+    ``p_c`` is: :func:`fairspec.certify.enumerate.softmax_check`), by rigorous bounds of it: a pair breaks
+    the claim only where certain, and ``undecided`` says some pair lies within the bounds of eps."""
+    from fairspec.certify.enumerate import compare_exact, softmax_check
 
     V = q.combos.shape[0]
     X = np.array([_with_combo(q, x, x, q.combos[a])[0] for a in range(V)])
     XP = np.array([_with_combo(q, y, y, q.combos[a])[0] for y in xps for a in range(V)])
     P = np.asarray(evaluate(np.vstack([X, XP])), dtype=np.float64)[:, q.cls]
+    Y = None if logits is None else np.asarray(logits(np.vstack([X, XP])), dtype=np.float64)
     px, pp = P[:V], P[V:]
     ia, ib = [], []
     for r in range(len(xps)):
@@ -439,8 +443,14 @@ def _score_pairs(q, B, evaluate, x, xps):
     ia = np.concatenate(ia) if ia else np.zeros(0, dtype=int)
     ib = np.concatenate(ib) if ib else np.zeros(0, dtype=int)
     if not ia.size:
-        return None, -math.inf, None, -math.inf
-    fair = compare_exact(px[ia], q.op, q.eps, minus=pp[ib])
+        return None, -math.inf, None, -math.inf, False
+    undecided = False
+    if Y is None:
+        fair = compare_exact(px[ia], q.op, q.eps, minus=pp[ib])
+    else:
+        ok, bad = softmax_check(Y[:V][ia], Y[V:][ib], q.cls, q.op, q.eps).decide()
+        fair = ~bad
+        undecided = bool(np.any(~ok & ~bad))
     d = px[ia] - pp[ib]
     k = int(np.argmax(d))
     best = (X[ia[k]], XP[ib[k]])
@@ -459,18 +469,26 @@ def _score_pairs(q, B, evaluate, x, xps):
         d_up = float_up(ex)
     else:
         d_up = float(up(d[k]))
-    return viol, float(d[k]), best, d_up
+    if Y is not None:               # the real softmax: its bounds' largest upper end
+        from fairspec.certify.enumerate import softmax_class_bounds
+
+        lo, hi = softmax_class_bounds(Y, q.cls)
+        d_up = max(d_up, float(np.max(up(hi[:V][ia] - lo[V:][ib]))))
+    return viol, float(d[k]), best, d_up, undecided
 
 
 def bound_class_prob(q: ClassProbQuery, evaluate: Callable, *, mode: str = "prove", deadline: float | None = None,
-                     max_nodes: int = 200_000, tol: float = 1e-6) -> ClassProbResult:
+                     max_nodes: int = 200_000, tol: float = 1e-6, logits: Callable | None = None) -> ClassProbResult:
     """The certified branch and bound (module docstring). ``evaluate(points) -> (k, K)`` the runtime's
     class probabilities of feature-space points (the caller's model, as for enumeration).
     ``mode``: ``prove`` / ``find`` (stop at the first violation) or ``maximize`` (keep going until the
     largest difference is known within ``tol`` -- or within the runtime error floor ``E/2 + 2 delta`` --
     or the budget ends). ``deadline``: a ``time.monotonic()``
     instant. Returns ``proved`` (with the Proof), ``violated`` (a pair breaking the claim on the
-    runtime, compared exactly) or ``open`` (the budget ended; ``bound`` the certified bound so far)."""
+    runtime, compared exactly) or ``open`` (the budget ended; ``bound`` the certified bound so far).
+    ``logits(points) -> (k, K)``: the runtime's logits, whose REAL softmax the claim is about (a logit
+    network's ``prob(m(x), c)``): an enumerated leaf is then decided by rigorous bounds of it
+    (:func:`_score_pairs`), and one whose pair lies within them of eps leaves the search ``open``."""
 
     t0 = time.monotonic()
     B = _Bounder(q)
@@ -533,7 +551,9 @@ def bound_class_prob(q: ClassProbQuery, evaluate: Callable, *, mode: str = "prov
         if xps is None:
             xps = [x]
             point = False
-        viol, val, pair, val_up = _score_pairs(q, B, evaluate, x, xps)
+        viol, val, pair, val_up, undecided = _score_pairs(q, B, evaluate, x, xps, logits)
+        if undecided and point:
+            stats["undecided_points"] = stats.get("undecided_points", 0) + 1
         stats["probes"] += 1
         if val > best_val:
             best_val, best_pair = val, pair
@@ -571,6 +591,10 @@ def bound_class_prob(q: ClassProbQuery, evaluate: Callable, *, mode: str = "prov
     stats["interval_leaves"] += len(heap)
     if viol_pair is not None:
         return done("violated", pair=viol_pair, bound=bound, reason="a pair breaks the claim on the runtime")
+    if stats.get("undecided_points"):
+        return done("open", bound=bound, pair=best_pair,
+                    reason=f"{stats['undecided_points']:,} enumerated boxes hold a pair within the rounding of the "
+                           f"softmax of the threshold; no exact comparison decides them")
     if mode != "maximize" or bound == -math.inf or decide(bound, q.op, thr):
         return done("proved", proof=_mint_proof(q, B, stats, bound), bound=bound, pair=best_pair)
     return done("open", bound=bound, pair=best_pair,

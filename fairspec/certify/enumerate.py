@@ -22,7 +22,7 @@ from fairspec.certify.exact import OPS, _cmp, threshold_of
 from fairspec.certify.proof import Proof, _mint
 from fairspec.certify.rounding import down, float_down, float_up, up
 
-__all__ = ["Check", "SigmoidCheck", "Enumerated", "by_enumeration", "compare_exact", "pair_checks",
+__all__ = ["Check", "SigmoidCheck", "IntervalCheck", "softmax_class_bounds", "softmax_check", "Enumerated", "by_enumeration", "compare_exact", "pair_checks",
            "sigmoid_bounds", "KEnumerated", "kdisc_by_enumeration", "kdisc_buckets", "Counted", "count_individuals"]
 
 
@@ -110,6 +110,116 @@ def sigmoid_bounds(z) -> tuple[np.ndarray, np.ndarray]:
     lo = np.maximum(0.0, s * (1.0 - 2.0 ** -40) - 2.0 ** -1000)
     hi = np.minimum(1.0, s * (1.0 + 2.0 ** -40) + 2.0 ** -1000)
     return np.where(np.isnan(z), np.nan, lo), np.where(np.isnan(z), np.nan, hi)
+
+
+def softmax_class_bounds(Y, c: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rigorous elementwise bounds ``lo <= p_c <= hi`` of the REAL softmax's column ``c`` of float logit
+    rows ``Y`` (n, K) (README: ``prob(m(x), c)`` of a network whose runtime outputs logits); one column
+    ``z`` is the logistic, ``[1 - p, p]``: the rows ``[0, z]``. ``p_c = 1 / (1 + sum_{j != c} exp(d_j))``
+    with ``d_j = y_j - y_c`` rounded outward, ``exp`` within a relative 2**-40 (as :func:`sigmoid_bounds`),
+    the sum and the last division with their own rounding counted. A row with a NaN gives NaN bounds."""
+    Y = np.asarray(Y, dtype=np.float64)
+    if Y.ndim == 1:
+        Y = Y.reshape(-1, 1)
+    if Y.shape[1] == 1:
+        Y = np.concatenate([np.zeros_like(Y), Y], axis=1)
+    n, K = Y.shape
+    if not 0 <= int(c) < K:
+        raise ValueError(f"class {c} of {K} columns")
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        d = Y - Y[:, [c]]                        # one rounding each: the real d_j lies within an ulp
+        dlo, dhi = down(d), up(d)
+        e_lo = np.exp(dlo) * (1.0 - 2.0 ** -40)
+        e_hi = np.exp(dhi) * (1.0 + 2.0 ** -40)
+        e_lo[:, c] = 0.0
+        e_hi[:, c] = 0.0
+        s_lo = e_lo.sum(axis=1) * (1.0 - (K + 2) * 2.0 ** -52)
+        s_hi = e_hi.sum(axis=1) * (1.0 + (K + 2) * 2.0 ** -52)
+        hi = np.where(np.isfinite(s_lo) & (s_lo > 0), np.minimum(1.0, (1.0 / (1.0 + s_lo)) * (1.0 + 2.0 ** -40)), 1.0)
+        lo = np.where(np.isfinite(s_hi), np.maximum(0.0, (1.0 / (1.0 + s_hi)) * (1.0 - 2.0 ** -40) - 2.0 ** -1000),
+                      0.0)
+    bad = np.isnan(Y).any(axis=1)
+    return np.where(bad, np.nan, lo), np.where(bad, np.nan, hi)
+
+
+@dataclass(frozen=True, eq=False)
+class IntervalCheck:
+    """``u - v op rhs`` elementwise for reals known only by rigorous bounds ``u in [lhs, lhs_hi]``,
+    ``v in [minus, minus_hi]`` (``<`` / ``<=``), as :class:`SigmoidCheck` decides a logistic: an element is
+    fair / violated only when the bounds leave no doubt; ``same``: ``u == v`` exactly (a difference of 0);
+    ``below`` / ``above``: ``u < v`` / ``u > v`` known exactly (a strictly monotone function of ordered
+    arguments). :meth:`decide` gives ``(fair, violated)``; an element in neither is undecided."""
+
+    lhs: object
+    lhs_hi: object
+    op: str
+    rhs: object
+    minus: object
+    minus_hi: object
+    same: object = None
+    below: object = None
+    above: object = None
+
+    def __post_init__(self):
+        if self.op not in ("<", "<="):
+            raise ValueError(f"a bounded difference is compared by < or <=, not {self.op!r}")
+
+    def decide(self) -> tuple[np.ndarray, np.ndarray]:
+        alo, ahi = (_as_array(v).astype(np.float64) for v in (self.lhs, self.lhs_hi))
+        blo, bhi = (_as_array(v).astype(np.float64) for v in (self.minus, self.minus_hi))
+        n = alo.shape[0]
+        if not (ahi.shape[0] == blo.shape[0] == bhi.shape[0] == n):
+            raise ValueError("the bounds cover different numbers of elements")
+        t = threshold_of(self.rhs)
+        tlo, thi = float_down(t), float_up(t)
+        with np.errstate(invalid="ignore"):
+            dhi = up(ahi - blo)
+            dlo = down(alo - bhi)
+            fair = np.isfinite(dhi) & (dhi < tlo)
+            bad = np.isfinite(dlo) & (dlo > thi)
+            if tlo == thi:
+                if self.op == "<=":
+                    fair |= np.isfinite(dhi) & (dhi <= tlo)
+                else:
+                    bad |= np.isfinite(dlo) & (dlo >= thi)
+        mask = lambda v: np.zeros(n, dtype=bool) if v is None else _as_array(v).astype(bool)
+        same, below, above = mask(self.same), mask(self.below), mask(self.above)
+        if t > 0:
+            fair |= below
+        elif t == 0:
+            fair = np.where(below, True, fair)
+            bad = np.where(below, False, bad)
+            fair = np.where(above, False, fair)
+            bad = np.where(above, True, bad)
+        zero_fair = _cmp(Fraction(0), self.op, t)
+        fair = np.where(same, zero_fair, fair)
+        bad = np.where(same, not zero_fair, bad)
+        return fair & ~bad, bad
+
+
+def softmax_check(Ya, Yb, c: int, op: str, eps) -> IntervalCheck:
+    """``p_c(a) - p_c(b) op eps`` for the REAL softmax (:func:`softmax_class_bounds`) of the float logit rows
+    ``Ya``, ``Yb`` (n, K; one column: the logistic), as an :class:`IntervalCheck`: equal rows differ by
+    exactly 0, and where every ``y_j - y_c`` of one row lies strictly below (above) the other's (each a
+    float subtraction, one rounding, so strictly ordered floats are strictly ordered reals) ``p_c`` is
+    strictly larger (smaller) there."""
+    Ya = np.asarray(Ya, dtype=np.float64)
+    Yb = np.asarray(Yb, dtype=np.float64)
+    Ya = Ya.reshape(-1, 1) if Ya.ndim == 1 else Ya
+    Yb = Yb.reshape(-1, 1) if Yb.ndim == 1 else Yb
+    alo, ahi = softmax_class_bounds(Ya, c)
+    blo, bhi = softmax_class_bounds(Yb, c)
+    if Ya.shape[1] == 1:
+        Ya = np.concatenate([np.zeros_like(Ya), Ya], axis=1)
+        Yb = np.concatenate([np.zeros_like(Yb), Yb], axis=1)
+    fin = np.isfinite(Ya).all(axis=1) & np.isfinite(Yb).all(axis=1)
+    same = fin & (Ya == Yb).all(axis=1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        da = np.delete(Ya - Ya[:, [c]], c, axis=1)
+        db = np.delete(Yb - Yb[:, [c]], c, axis=1)
+    below = fin & (da > db).all(axis=1)          # p_c(a) < p_c(b)
+    above = fin & (da < db).all(axis=1)          # p_c(a) > p_c(b)
+    return IntervalCheck(alo, ahi, op, eps, blo, bhi, same, below, above)
 
 
 class Enumerated(NamedTuple):
@@ -221,7 +331,7 @@ def by_enumeration(fair_when: Check | Sequence[Check], *, count: int, claim: str
     ``fair_when``: one :class:`Check` or a list of them (a disjunction: element ``i`` is fine when
     any check holds at ``i``); every array must have exactly ``count`` entries (the whole domain,
     evaluated on the model's runtime by the caller)."""
-    checks = [fair_when] if isinstance(fair_when, (Check, SigmoidCheck)) else list(fair_when)
+    checks = [fair_when] if isinstance(fair_when, (Check, SigmoidCheck, IntervalCheck)) else list(fair_when)
     if not checks:
         raise ValueError("at least one check")
     count = int(count)
@@ -232,7 +342,7 @@ def by_enumeration(fair_when: Check | Sequence[Check], *, count: int, claim: str
         for part in (c.lhs, c.minus) + ((c.rhs,) if isinstance(c.rhs, np.ndarray) else ()):
             if part is not None and _as_array(part).shape[0] != count:
                 raise ValueError(f"the outputs cover {_as_array(part).shape[0]} elements, the domain has {count}")
-        if isinstance(c, SigmoidCheck):
+        if isinstance(c, (SigmoidCheck, IntervalCheck)):
             ok |= c.decide()[0]
         else:
             ok |= compare_exact(c.lhs, c.op, c.rhs, c.minus)

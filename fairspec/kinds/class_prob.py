@@ -137,7 +137,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
     from fairspec.models.runtime_layers import runtime_precision
     from fairspec.certify.network import encoding_from_ir
     from fairspec.kinds.lowering import Unsupported, lower_pair
-    from fairspec.kinds.pair_runtime import class_networks, encoder, pair_precondition, runtime_violates
+    from fairspec.kinds.pair_runtime import class_networks, encoder, pair_precondition, real_softmax, runtime_violates
     from fairspec.models.network import Layer, PLNet, UnsupportedModel
     from fairspec.planning import setting
     from fairspec.runtime.encoding import decode_row
@@ -199,6 +199,9 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
     def evaluate(V):
         return np.asarray(model.class_probabilities(encoded(V)), dtype=np.float64)
 
+    def logits(V):      # prob(m(x), c) of a logit network: the REAL softmax of these (pair_runtime.real_softmax)
+        return np.asarray(model.outputs(encoded(V)), dtype=np.float64)
+
     classes = [int(prop.cls)] if isinstance(prop.cls, int) else list(range(K))
     op = "<" if prop.eps_strict else "<="
     from fairspec.backends.data.flips import replayer_name
@@ -216,7 +219,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
         X2 = encoded(np.vstack([x, xp]))
         P_all = np.asarray(model.class_probabilities(X2), dtype=np.float64)
         P = P_all[:, c]
-        if not runtime_violates(replace(prop, cls=c), model, P[:1], P[1:])[0]:
+        if not runtime_violates(replace(prop, cls=c), model, P[:1], P[1:], X2=X2)[0]:
             return None, c
         moved = fragile_pair(replace(prop, cls=c), model, X2)
         if moved is not None and not moved["reproduced"]:     # within rounding: also alone and reversed
@@ -225,7 +228,8 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
             from fairspec.certify.enumerate import largest_class
 
             top = largest_class(P_all.T, c)
-            if top != c and runtime_violates(replace(prop, cls=top), model, P_all[:1, top], P_all[1:, top])[0]:
+            if top != c and runtime_violates(replace(prop, cls=top), model, P_all[:1, top], P_all[1:, top],
+                                             X2=X2)[0]:
                 c, P = top, P_all[:, top]
         return Witness(tuple(map(float, X2[0])), tuple(map(float, X2[1])), decode_row(enc, fs, X2[0]),
                        decode_row(enc, fs, X2[1]), (float(P[0]), float(P[1])), replayed_by=by), c
@@ -260,7 +264,8 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
                                pre.lo, pre.hi, pre.integer, pre.onehot_groups, free, C, M, relaxed,
                                prop.eps, op)
             try:
-                r = bound_class_prob(q, evaluate, mode="maximize" if mode == "maximize" else "prove", deadline=dl)
+                r = bound_class_prob(q, evaluate, mode="maximize" if mode == "maximize" else "prove", deadline=dl,
+                                     logits=logits if real_softmax(prop, model) else None)
             except (ValueError, TypeError) as e:
                 return no(f"no certified bound for class {c}'s probability ({e})", details=details)
             per.append({"class": c, "status": r.status, "bound": r.bound, "value": r.value, **{
@@ -278,6 +283,12 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
                     # value, may lie above every pair's)
                     best_near = abs(float(P[0] - P[1]))
                     best_val = float_down(abs(Fraction(float(P[0])) - Fraction(float(P[1]))))
+                    if real_softmax(prop, model):       # the real softmax's: its bounds' certain lower end
+                        from fairspec.certify.enumerate import softmax_class_bounds
+
+                        lo, hi = softmax_class_bounds(np.asarray(model.outputs(X2), dtype=np.float64), c)
+                        best_val = float_down(max(Fraction(float(lo[0])) - Fraction(float(hi[1])),
+                                                  Fraction(float(lo[1])) - Fraction(float(hi[0]))))
                     best_w = pair
             if r.status == "violated" and r.pair is not None:
                 w, wc = replay(r.pair[0], r.pair[1], c)
@@ -300,7 +311,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
     if mode == "maximize" and math.isfinite(best_val):
         bound = max(bounds) if len(bounds) == len(classes) else math.inf
         bound = max(bound, best_val)
-        value = best_near
+        value = best_val if real_softmax(prop, model) else best_near   # the real softmax: its certain lower end
         if math.isfinite(bound):
             extra["bound"] = (best_val, bound)
             details["maximum"] = "[best pair replayed, certified upper bound]"

@@ -568,6 +568,10 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     checks = pair_checks("prob" if P is not None else kind, (s if P is None else P)[a], (s if P is None else P)[b],
                          eps=prop.eps, decision_threshold=0.5 if score_kind == "label" else model.threshold,
                          eps_strict=prop.eps_strict, rounded=library_logistic(prop, model))
+    from fairspec.kinds.pair_runtime import class_prob_check, interval_maximum
+
+    rc = class_prob_check(prop, model, X, a, b, N)      # prob(m(x), c) of logits: the real softmax's bounds
+    checks = checks if rc is None else [rc]
     op = "<" if prop.eps_strict else "<="
     if post == "label":
         claim = f"label(m(x)) == label(m(x')) for all {pairs:,} {adm}"
@@ -632,7 +636,10 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
             # rounding is monotone: the float maximum is within one rounding of the exact one (and is
             # it when every pair at the float maximum was subtracted exactly: _exact_at_max)
             lo, hi = value, math.nextafter(value + 2 * spread, math.inf)
-            if _exact_at_max(s[a], s[b], m, value):
+            if rc is not None:          # the real softmax: its bounds, the runtime's rounding on top
+                lo, hi = interval_maximum(rc)
+                hi = math.nextafter(hi + 2 * spread, math.inf) if spread else hi
+            elif _exact_at_max(s[a], s[b], m, value):
                 hi = value if spread == 0 else hi
             else:
                 # the nearest float of the best pair's exact difference may lie half an ulp above every
@@ -654,7 +661,9 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
                        reason=f"every one of the {pairs:,} {adm} of the {N:,}-point domain "
                               f"was evaluated on the model's runtime")
     # the violating pairs certify can vouch for
-    if kind == "prob-of-logit" and P is None:
+    if rc is not None:
+        ok, bad = rc.decide()
+    elif kind == "prob-of-logit" and P is None:
         ok, bad = SigmoidCheck(s[a], op, prop.eps, s[b], library_logistic(prop, model)).decide()   # neither: undecided
     else:
         ok = np.zeros(count, dtype=bool)
@@ -684,7 +693,8 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     if not idx.size:
         return unknown(prop, READINGS.format(at=pre.parted, n=count_pairs(a[one] % N, b[one] % N)) if one.any() else
                        f"{failing:,} of the {pairs:,} {adm} lie within the rounding of the "
-                       f"logistic function of the threshold {prop.eps!r}; enumeration cannot decide them",
+                       f"{'softmax' if rc is not None else 'logistic function'} of the threshold {prop.eps!r}; "
+                       "enumeration cannot decide them",
                        backend=backend, seconds=seconds, details=details, value=value, bound=bound)
     if replayed is not None:
         j = replayed[0]

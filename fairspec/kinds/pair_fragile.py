@@ -24,6 +24,14 @@ def reproduces(prop: ir.IndividualFairness, model, X2: np.ndarray) -> list[int]:
     from fairspec.kinds.pair_runtime import library_probability, post_scores, runtime_violates
 
     X2 = np.atleast_2d(np.asarray(X2, dtype=np.float64))
+    from fairspec.kinds.pair_runtime import class_prob_decide, real_softmax
+
+    if real_softmax(prop, model):       # the real softmax of each run's logit rows, by certify's bounds
+        out = lambda A: np.asarray(model.outputs(A), dtype=np.float64)
+        runs = [np.vstack([out(X2[:1]), out(X2[1:])]), out(X2), out(np.ascontiguousarray(X2[::-1]))[::-1]]
+        cols = [prop.cls] if isinstance(prop.cls, int) else range(max(2, runs[0].shape[1]))
+        return [0 if isinstance(prop.cls, int) else c for c in cols
+                if all(class_prob_decide(prop, model, R[:1], R[1:], c)[1][0] for R in runs)]
     alone = [post_scores(prop, model, X2[i:i + 1])[0] for i in range(2)]
     pair = post_scores(prop, model, X2)[0]
     rev = post_scores(prop, model, np.ascontiguousarray(X2[::-1]))[0]

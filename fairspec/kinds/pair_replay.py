@@ -37,7 +37,8 @@ def flip_replays(prop, model, verdict, tree: bool) -> bool:
                                            and compare_exact(sw[1:], prop.eps_op, prop.eps, minus=sw[:1])[0])
     s, _ = post_scores(prop, model, X)
     # prob the library computes from the logit: decided on predict_proba's own floats (pair_probabilities)
-    return s is not None and bool(runtime_violates(prop, model, s[:1], s[1:], *pair_probabilities(prop, model, X))[0])
+    return s is not None and bool(runtime_violates(prop, model, s[:1], s[1:], *pair_probabilities(prop, model, X),
+                                                   X2=X)[0])
 
 
 def solver_runtime(prop, model, enc):

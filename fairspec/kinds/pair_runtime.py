@@ -77,6 +77,78 @@ def outputs_are_logits(model) -> bool:
     return getattr(getattr(model, "readout", None), "score", None) == "logit"
 
 
+def real_softmax(prop: ir.IndividualFairness, model) -> bool:
+    """Is ``prob(m(x), c)`` the REAL softmax of the runtime's float logits (one column: the real logistic,
+    ``[1 - p, p]``)? So for a ``class_prob`` post on a model whose outputs are logits (:func:`outputs_are_logits`)
+    and whose library computes no probability of its own (a scikit-learn classifier read by predict_proba, a
+    booster, whose tree engines read its predict_proba, are decided on those floats). fairspec's float64 softmax of them is only an approximation (1 / (1 + exp(-z))
+    rounds z = 36.73 to 1 - 2**-52 and 36.75 to 1.0, 2.2e-16 apart, where the real logistic moves by 2.2e-18):
+    a pair is decided by certify's rigorous bounds of it (:func:`class_prob_decide`), never by those floats."""
+    return prop.post == "class_prob" and outputs_are_logits(model) and \
+        not getattr(model, "reads_library_probability", False) and \
+        getattr(model, "format", "") not in ("xgboost", "lightgbm")    # a booster's: its predict_proba (tree engines)
+
+
+def class_prob_decide(prop: ir.IndividualFairness, model, Ya, Yb, cls=None) -> tuple[np.ndarray, np.ndarray]:
+    """``(fair, violated)`` per pair of the REAL softmax's class ``cls`` (default ``prop.cls``; not a class
+    index -- ``forall c`` -- every class, fair when each is, violated when one is) of the runtime's logit rows ``Ya``, ``Yb`` (k, K), in
+    both orders, with the spec's ``<`` / ``<=`` (certify's :func:`~fairspec.certify.enumerate.softmax_check`):
+    a pair in neither lies within the bounds' rounding of eps and is undecided. The one function every path
+    that decides ``prob(m(x), c)`` of a logit network calls (enumeration, replays, the searches)."""
+    from fairspec.certify.enumerate import softmax_check
+
+    Ya = np.asarray(Ya, dtype=np.float64)
+    Yb = np.asarray(Yb, dtype=np.float64)
+    Ya = Ya.reshape(-1, 1) if Ya.ndim == 1 else Ya
+    Yb = Yb.reshape(-1, 1) if Yb.ndim == 1 else Yb
+    cls = prop.cls if cls is None else cls
+    K = max(2, Ya.shape[1])
+    classes = [int(cls)] if isinstance(cls, (int, np.integer)) else range(K)
+    op = "<" if prop.eps_strict else "<="
+    fair = np.ones(Ya.shape[0], dtype=bool)
+    bad = np.zeros(Ya.shape[0], dtype=bool)
+    for c in classes:
+        for u, v in ((Ya, Yb), (Yb, Ya)):
+            f, b = softmax_check(u, v, c, op, prop.eps).decide()
+            fair &= f
+            bad |= b
+    return fair & ~bad, bad
+
+
+def class_prob_check(prop: ir.IndividualFairness, model, X, a, b, N: int):
+    """The enumeration's comparisons ``p_c(X[a % N]) - p_c(X[b % N]) op eps`` (class ``a // N`` under
+    ``forall c``, else ``prop.cls``) of the REAL softmax of the runtime's logits of the points ``X`` (N rows),
+    as one :class:`~fairspec.certify.enumerate.IntervalCheck` (certify's bounds: fair / violated only where
+    certain); None where ``prob(m(x), c)`` is not that (:func:`real_softmax`)."""
+    if not real_softmax(prop, model):
+        return None
+    from fairspec.certify.enumerate import IntervalCheck, softmax_check
+
+    Y = np.asarray(model.outputs(X), dtype=np.float64)
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    op = "<" if prop.eps_strict else "<="
+    cls = np.full(a.shape[0], int(prop.cls)) if isinstance(prop.cls, int) else a // N
+    parts = [np.zeros(a.shape[0]) for _ in range(4)] + [np.zeros(a.shape[0], dtype=bool) for _ in range(3)]
+    for c in np.unique(cls):
+        k = np.flatnonzero(cls == c)
+        ck = softmax_check(Y[a[k] % N], Y[b[k] % N], int(c), op, prop.eps)
+        for part, v in zip(parts, (ck.lhs, ck.lhs_hi, ck.minus, ck.minus_hi, ck.same, ck.below, ck.above)):
+            part[k] = v
+    return IntervalCheck(parts[0], parts[1], op, prop.eps, parts[2], parts[3], *parts[4:])
+
+
+def interval_maximum(check) -> tuple[float, float]:
+    """``(lo, hi)`` around the largest real difference of an :class:`~fairspec.certify.enumerate.IntervalCheck`'s
+    elements: the largest certain lower end, the largest upper end (both rounded outward)."""
+    from fairspec.certify.rounding import down, up
+
+    with np.errstate(invalid="ignore"):
+        lo = down(np.asarray(check.lhs) - np.asarray(check.minus_hi))
+        hi = up(np.asarray(check.lhs_hi) - np.asarray(check.minus))
+    return float(np.nanmax(lo)), float(np.nanmax(hi))
+
+
 def post_scores(prop: ir.IndividualFairness, model, X):
     """``(scores, kind)`` the post-condition compares: logits for ``logit`` (None when the runtime has
     none); for ``label`` on a model whose label is its library's ``predict``, that decision as 0/1
@@ -91,6 +163,8 @@ def post_scores(prop: ir.IndividualFairness, model, X):
         if not outputs_are_logits(model):   # e.g. a pipeline's predict_proba: no logit to compare (None)
             return None, "logit"
         Y = np.asarray(model.outputs(X), dtype=np.float64)
+        if Y.ndim == 2 and Y.shape[1] == 1:     # one column z: class 1's logit z, class 0's -z (readout.class_logit)
+            Y = np.concatenate([-Y, Y], axis=1)
         return (Y[:, prop.cls].copy() if isinstance(prop.cls, int) else Y), "logit"
     if prop.post == "class_prob":        # every class (forall c): the whole matrix (n, K)
         P = np.asarray(model.class_probabilities(X), dtype=np.float64)
@@ -253,18 +327,30 @@ def runtime_class_value(Y) -> float | None:
     return best
 
 
-def runtime_violates(prop: ir.IndividualFairness, model, sa, sb, pa=None, pb=None) -> np.ndarray:
+def runtime_violates(prop: ir.IndividualFairness, model, sa, sb, pa=None, pb=None, X2=None) -> np.ndarray:
     """Per pair (either order): does the runtime's scores pair break the post-condition, decided
     exactly by certify? (prob of a logit model: only a certain violation counts). ``pa``, ``pb``: the
     pairs' probabilities where ``prob`` is the library's own float of the logit
     (:func:`library_probability`, read in the batch ``sa``, ``sb`` come from): a pair whose two are finite
     is decided on them exactly, with the spec's ``<`` / ``<=`` (the claim the enumeration proves against:
     predict_proba breaks it), ties and saturated logits included; the logistic's bounds of ``sa``, ``sb``
-    decide the others, and every pair where none is given."""
+    decide the others, and every pair where none is given. ``X2``: the pairs' encoded rows (the k first
+    points, then their k counterparts), from which ``prob(m(x), c)`` of a logit network is decided on the
+    runtime's logits (:func:`real_softmax`, :func:`class_prob_decide`); without them no such pair counts."""
     from fairspec.certify.enumerate import SigmoidCheck, class_post
 
     sa = np.asarray(sa, dtype=np.float64).reshape(-1)
     sb = np.asarray(sb, dtype=np.float64).reshape(-1)
+    if real_softmax(prop, model):
+        if X2 is None:
+            return np.zeros(sa.shape[0], dtype=bool)
+        Y = np.asarray(model.outputs(np.atleast_2d(np.asarray(X2, dtype=np.float64))), dtype=np.float64)
+        k = Y.shape[0] // 2
+        if Y.shape[0] == 2 and not isinstance(prop.cls, int) and sa.shape[0] == max(2, Y.shape[1]):   # one pair, every class
+            return np.array([class_prob_decide(prop, model, Y[:1], Y[1:], c)[1][0] for c in range(sa.shape[0])])
+        if k != sa.shape[0] or Y.shape[0] != 2 * k:
+            return np.zeros(sa.shape[0], dtype=bool)
+        return class_prob_decide(prop, model, Y[:k], Y[k:])[1]
     if prop.post == "prob" and model.score_kind == "logit":
         op = "<" if prop.eps_strict else "<="
         r = library_logistic(prop, model)
@@ -323,7 +409,7 @@ def replayer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, problem_
         s, _ = post_scores(prop, model, X)
         if s is None or s.shape != (2,) or not np.all(np.isfinite(s)):
             return False, X, s
-        if not runtime_violates(prop, model, s[:1], s[1:], *pair_probabilities(prop, model, X))[0]:
+        if not runtime_violates(prop, model, s[:1], s[1:], *pair_probabilities(prop, model, X), X2=X)[0]:
             return False, X, s
         moved = fragile(prop, model, X) if fragile is not None else None
         return not (moved and not moved["reproduced"]), X, s
