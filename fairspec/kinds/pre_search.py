@@ -278,10 +278,10 @@ def _network_columns(prop, model, got, X2):
     from fractions import Fraction
 
     from fairspec.backends.data.flips import replayer_name
-    from fairspec.certify.enumerate import largest_class
+    from fairspec.certify.enumerate import largest_class, softmax_class_bounds
     from fairspec.certify.rounding import float_down
     from fairspec.kinds.pair_enumeration import fragile_pair
-    from fairspec.kinds.pair_runtime import post_scores, runtime_violates
+    from fairspec.kinds.pair_runtime import post_scores, real_softmax, runtime_violates
 
     S, _ = post_scores(prop, model, X2)
     if S is None:
@@ -293,7 +293,7 @@ def _network_columns(prop, model, got, X2):
     for c in classes:
         col = 0 if one else c
         pc = replace(prop, cls=c)
-        if not runtime_violates(pc, model, S[:1, col], S[1:, col])[0]:
+        if not runtime_violates(pc, model, S[:1, col], S[1:, col], X2=X2)[0]:     # prob of logits: the real softmax
             continue
         moved = fragile_pair(pc, model, X2)
         if moved and not moved["reproduced"]:
@@ -306,7 +306,11 @@ def _network_columns(prop, model, got, X2):
         top = largest_class(S.T, col)
         if any(k == top for k, _ in broke):
             c, col = top, top
-    ex = abs(Fraction(float(S[0, col])) - Fraction(float(S[1, col])))
+    if real_softmax(prop, model):       # the real softmax's certain difference (certify's bounds), not its floats'
+        lo, hi = softmax_class_bounds(np.asarray(model.outputs(X2), dtype=np.float64), c)
+        ex = max(Fraction(float(lo[0])) - Fraction(float(hi[1])), Fraction(float(lo[1])) - Fraction(float(hi[0])))
+    else:
+        ex = abs(Fraction(float(S[0, col])) - Fraction(float(S[1, col])))
     value = float_down(ex)
     by = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
     return Found(replace(got, outputs=(float(S[0, col]), float(S[1, col])), replayed_by=by), value,
