@@ -459,7 +459,8 @@ def _pair_text(w) -> str:
 def complete_witness(prop, fs, enc, w):
     """The witness ``w`` if it meets ``prop``'s whole pre-condition read exactly -- with values of the features
     only the pre-condition reads (the model does not: the witness lacks them) that meet it, each from its domain,
-    in the order that meets it (the post-condition is symmetric) -- else None. Raises Unsupported where the
+    in the order that meets it (the post-condition is symmetric), and a feature after ``except`` differing where
+    the witness shows them all -- else None. Raises Unsupported where the
     pre-condition cannot be read exactly on it."""
     import numpy as np
 
@@ -512,6 +513,8 @@ def complete_witness(prop, fs, enc, w):
         fx, fy = dict(w.features), dict(w.features_prime)
         for n, (a, b) in zip(missing, combo):
             fx[n], fy[n] = a, b
+        if prop.free and all(n in fx and n in fy and fx[n] == fy[n] for n in prop.free):
+            continue            # no feature after `except` differs: no pair the property compares
         pre = PairPre(prop, fs, {n: np.zeros(2) for n in names})
         for ordered, (px, py) in ((w, (fx, fy)), (None, (fy, fx))):
             env = {}
