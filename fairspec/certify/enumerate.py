@@ -457,7 +457,7 @@ def kdisc_buckets(p, eps) -> np.ndarray:
 
 
 def kdisc_by_enumeration(scores, *, K: int, eps, op: str, k: int, logit: bool, claim: str, classes: bool = False,
-                         **detail) -> KEnumerated:
+                         bounds=None, **detail) -> KEnumerated:
     """k-discrimination (HyFair's C_eps with buckets) decided over a finite domain.
 
     ``scores``: the runtime's outputs on every point, individual-major (individual i's K
@@ -472,7 +472,11 @@ def kdisc_by_enumeration(scores, *, K: int, eps, op: str, k: int, logit: bool, c
 
     ``classes`` (issue 25): the scores are a multiclass model's predicted classes (whole numbers,
     the runtime's own argmax); k is the number of distinct classes among an individual's K
-    counterfactuals (``eps`` and ``logit`` unused): integer comparisons, nothing to round."""
+    counterfactuals (``eps`` and ``logit`` unused): integer comparisons, nothing to round.
+
+    ``bounds``: rigorous ``(lo, hi)`` of every point's REAL probability (``prob(m(x), c)`` of a logit network:
+    :func:`softmax_class_bounds`); the buckets are those of the bounds, never of the float ``scores`` (fairspec's
+    float64 softmax rounds a probability just below a bucket boundary onto it)."""
     if op not in ("<", "<="):
         raise ValueError(f"k-discrimination claims are k < c or k <= c, not {op!r}")
     if classes:
@@ -504,7 +508,11 @@ def kdisc_by_enumeration(scores, *, K: int, eps, op: str, k: int, logit: bool, c
     inv = 1 / e
     nb = inv.numerator // inv.denominator + (inv.denominator != 1)
     n = s.shape[0] // K
-    if logit:
+    if bounds is not None:
+        lo, hi = (np.asarray(b, dtype=np.float64).reshape(-1) for b in bounds)
+        s = np.where(np.isnan(lo) | np.isnan(hi), np.nan, s)
+        blo, bhi = _buckets_exact(lo, e, nb), _buckets_exact(hi, e, nb)
+    elif logit:
         lo, hi = sigmoid_bounds(s)
         half = s == 0.0
         blo = _buckets_exact(np.where(half, 0.5, lo), e, nb)

@@ -513,8 +513,9 @@ def _decide_small(prop, ctx, model, enc, fs, t0: float, outputs=None):
     claim = (f"k_discrimination over {{{', '.join(prop.over)}}} "
              + ("of the predicted class" if classes else f"with eps = {prop.eps!r}")
              + f" is {prop.op} {prop.k} for all {who}")
+    bounder = getattr(evaluate, "bounds", None)       # the real softmax of a logit network (kdisc_outputs)
     res = kdisc_by_enumeration(s, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit, claim=claim, points=N,
-                               classes=classes)
+                               classes=classes, bounds=bounder(X) if bounder is not None else None)
     seconds = time.perf_counter() - t0
     details = {"engine": "enumeration", "individuals": T, "K": K, "points": N,
                "max_k": int(res.k_hi.max()) if T else 0, "max_k_lower": int(res.k_lo.max()) if T else 0}
@@ -551,7 +552,7 @@ def _decide_small(prop, ctx, model, enc, fs, t0: float, outputs=None):
         return unknown(prop, batched_reason(int(np.count_nonzero(m)), int(m.sum())), backend="search",
                        seconds=seconds, details=details)
     return (f"; enumeration of all {who} bounds max k in [{details['max_k_lower']}, "
-            f"{details['max_k']}] (a logistic within rounding of a bucket boundary)")
+            f"{details['max_k']}] (a logistic or softmax within rounding of a bucket boundary)")
 
 
 def _explain(prop, space, evaluate, res, enc, fs, model) -> dict:

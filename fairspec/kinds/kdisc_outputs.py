@@ -40,7 +40,24 @@ def evaluator(prop: ir.KDiscrimination, model):
         return (lambda X: runtime_outputs(model, X, "class_prob", int(prop.cls))), False, ens
     if classes:
         return model.predict_class, True, None
-    return (lambda X: np.asarray(model.class_probabilities(X), dtype=np.float64)[:, int(prop.cls)]), False, None
+    c = int(prop.cls)
+
+    def probability(X):
+        return np.asarray(model.class_probabilities(X), dtype=np.float64)[:, c]
+
+    from fairspec.kinds.pair_runtime import outputs_are_logits
+
+    if outputs_are_logits(model) and not getattr(model, "reads_library_probability", False):
+        # a logit network: prob(m(x), c) is the REAL softmax of the runtime's float logits, bucketed by certify's
+        # rigorous bounds of it (the float64 softmax, for the witness's display only, rounds (0, 0, -200)'s
+        # 0.5 - 7e-88 onto the boundary 0.5: a second bucket, or one too few, decided by rounding)
+        def bounds(X):
+            from fairspec.certify.enumerate import softmax_class_bounds
+
+            return softmax_class_bounds(np.asarray(model.outputs(X), dtype=np.float64), c)
+
+        probability.bounds = bounds
+    return probability, False, None
 
 
 def run_outputs(prop: ir.KDiscrimination, ctx, t0: float, decide_small) -> Verdict:

@@ -35,8 +35,9 @@ def replayed_violation(prop, model, X, bad, K: int, logit: bool, claim: str, enc
         U = X[i * K:(i + 1) * K]
         # ``replay``: the issue-25 outputs (a class, one class's probability) on the library's runtime
         replayed = np.asarray((replay or model.replay)(U), dtype=np.float64).reshape(-1)
+        bounder = getattr(replay, "bounds", None)    # the real softmax of a logit network (kdisc_outputs)
         again = kdisc_by_enumeration(replayed, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit, claim=claim,
-                                     classes=classes)
+                                     classes=classes, bounds=bounder(U) if bounder is not None else None)
         if again.proof is not None:
             continue                 # the independent evaluator does not reproduce it: try another
         if fragile:
