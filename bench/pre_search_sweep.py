@@ -10,7 +10,7 @@ solvers' relaxation, then the search.
 x'.q that leave the region empty or not in both readings; 3: prob of a logit model violated only where the logits
 differ least (saturated elsewhere). Session 33, before -> after: 1: 0 -> 24 of 24 found; 2: 0 -> 20 of 20;
 2b: 0 -> 8 of 8; 3: 25 -> 32 of 32; 0 wrong throughout."""
-import os, sys, math, itertools, tempfile, json
+import os, sys, math, tempfile
 from fractions import Fraction
 from pathlib import Path
 import numpy as np
