@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import itertools
 import math
 from dataclasses import dataclass, replace
 
@@ -506,16 +505,14 @@ def complete_witness(prop, fs, enc, w):
             choices.append([(a, b) for a in vals for b in vals if _within(a, b, prop.relaxed_op(n), tol[n])])
         else:
             choices.append([(a, a) for a in vals])
-    for k, combo in enumerate(itertools.product(*choices)):
-        if k >= MAX_COMPLETIONS:
-            raise Unsupported(f"the pre-condition reads {', '.join(missing)}, which the model does not, on more than "
-                              f"{MAX_COMPLETIONS:,} value combinations")
-        fx, fy = dict(w.features), dict(w.features_prime)
-        for n, (a, b) in zip(missing, combo):
-            fx[n], fy[n] = a, b
-        if prop.free and all(n in fx and n in fy and fx[n] == fy[n] for n in prop.free):
-            continue            # no feature after `except` differs: no pair the property compares
-        pre = PairPre(prop, fs, {n: np.zeros(2) for n in names})
+    from fairspec.kinds.shared_codes import completions
+
+    too_many = (f"the pre-condition reads {', '.join(missing)}, which the model does not, on more than "
+                f"{MAX_COMPLETIONS:,} value combinations")
+    pre = None
+    for fx, fy in completions(prop, w, missing, choices, MAX_COMPLETIONS, too_many):
+        if pre is None:             # built once, at the first completion (as it was built only where there is one)
+            pre = PairPre(prop, fs, {n: np.zeros(2) for n in names})
         for ordered, (px, py) in ((w, (fx, fy)), (None, (fy, fx))):
             env = {}
             for n in names:

@@ -62,15 +62,24 @@ def _choices(prop, w, cols):
         else:       # tied: one category on both sides (the same code; a pair with two codes is printed as it is)
             both = [a for a in ax if a in ay]
             per.append([(a, a) for a in both] or [(ax[0], ay[0])])
-    free = list(prop.free)
-    every = all(n in w.features and n in w.features_prime for n in free)
-    for k, combo in enumerate(itertools.product(*per)):
-        if k >= MAX_CHOICES:
-            raise Unsupported(f"the shared codes of {', '.join(c.feature for c in cols)} give more than "
-                              f"{MAX_CHOICES:,} category choices to print the pair with")
-        fx, fy = dict(w.features), dict(w.features_prime)
-        for c, (a, b) in zip(cols, combo):
-            fx[c.feature], fy[c.feature] = a, b
-        if every and free and not any(fx[n] != fy[n] for n in free):
-            continue        # a pair tied on every feature after `except` is not the property's
+    too_many = (f"the shared codes of {', '.join(c.feature for c in cols)} give more than {MAX_CHOICES:,} category "
+                "choices to print the pair with")
+    for fx, fy in completions(prop, w, [c.feature for c in cols], per, MAX_CHOICES, too_many):
         yield replace(w, features=fx, features_prime=fy)
+
+
+def completions(prop: ir.IndividualFairness, w, names: list, per: list, limit: int, too_many: str):
+    """The feature maps ``(fx, fy)`` of the witness ``w`` with ``names[i]`` given each pair of values in ``per[i]``
+    (every combination, in order; past ``limit`` of them Unsupported(``too_many``)), skipping a pair tied on every
+    feature after ``except`` where it names them all: no pair the property compares. What the shared codes' choices
+    and pre_relax.complete_witness's completions of features only the pre-condition reads both walk."""
+    free = list(prop.free)
+    for k, combo in enumerate(itertools.product(*per)):
+        if k >= limit:
+            raise Unsupported(too_many)
+        fx, fy = dict(w.features), dict(w.features_prime)
+        for n, (a, b) in zip(names, combo):
+            fx[n], fy[n] = a, b
+        if free and all(n in fx and n in fy and fx[n] == fy[n] for n in free):
+            continue
+        yield fx, fy
