@@ -1,0 +1,132 @@
+"""``|logit(m(x), c) - logit(m(x'), c)| op eps`` of a network on the solver paths (FAIRSPEC_ENUMERATE_PAIRS=0:
+no domain enumerated), decided by the binary logit path on the network cut to logit column c
+(fairspec/kinds/logit_column.py), against brute force on small domains. Biased to ties: dyadic weights
+(float32 logits exact), eps exactly the largest reachable difference, `<` against `<=`, one-column
+models with c = 0 and c = 1, K = 3 columns, a column the protected feature does not move."""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from onnx_nets import mlp_model
+
+_SPEC = """\
+features F {
+  a : int in [0, 3]
+  b : int in [0, 4]
+  sex : {F, M} protected
+}
+model m = onnx("m.onnx", score = logitINDEX)
+encode F for m { a : raw  b : raw  sex : onehot }
+"""
+
+_PROP = """property P{i} {{
+  forall x, x' : F
+  require x.* == x'.* except {{sex}}
+  mode = {mode}
+  ensure |logit(m(x), {c}) - logit(m(x'), {c})| {op} {eps}
+  using {backend}
+}}
+"""
+
+
+def _net(rng, K, still):
+    W1 = rng.integers(-4, 5, (5, 4)) / 4.0
+    b1 = rng.integers(-2, 3, 5) / 4.0
+    W2 = rng.integers(-4, 5, (K, 5)) / 4.0
+    b2 = rng.integers(-1, 2, K) / 4.0
+    if still is not None:          # column `still` reads no neuron that reads sex (the one-hot columns 2, 3)
+        W2[still, np.any(W1[:, 2:] != 0, axis=1)] = 0.0
+    return [(W1, b1, True), (W2, b2, False)]
+
+
+def _truth(layers, c):
+    """The largest |logit(x, c) - logit(x', c)| over the domain's pairs, in float32 as the runtime."""
+    pts = np.array([[a, b] for a in range(4) for b in range(5)], dtype=np.float32)
+    ones = np.ones((len(pts), 1), np.float32)
+    zero = np.zeros((len(pts), 1), np.float32)
+
+    def fwd(X):
+        for W, b, relu in layers:
+            X = X @ W.T.astype(np.float32) + b.astype(np.float32)
+            X = np.maximum(X, 0) if relu else X
+        return X.astype(np.float64)
+
+    yF = fwd(np.hstack([pts, ones, zero]))
+    yM = fwd(np.hstack([pts, zero, ones]))
+    col = (lambda Y: Y[:, c]) if yF.shape[1] > 1 else (lambda Y: Y[:, 0] if c == 1 else -Y[:, 0])
+    return float(np.max(np.abs(col(yF) - col(yM))))
+
+
+def _fmt(x: float) -> str:
+    return repr(float(x))
+
+
+@pytest.mark.parametrize("K,c,seed,still", [(1, 0, 1, None), (1, 1, 2, None), (1, 0, 3, 0), (3, 2, 4, None),
+                                            (3, 0, 5, None), (3, 1, 6, 1), (2, 1, 7, None)])
+def test_logit_column_against_brute_force(tmp_path, monkeypatch, K, c, seed, still):
+    onnx = pytest.importorskip("onnx")
+    from fairspec import pipeline
+
+    rng = np.random.default_rng(seed)
+    layers = _net(rng, K, still)
+    m = mlp_model(layers, "Identity", "logits", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    D = _truth(layers, c)
+    cases = []
+    for backend in ("milp", "smt"):
+        for mode in ("prove", "maximize"):
+            for op, eps in (("<=", D), ("<", D), ("<=", D / 2)):
+                if D == 0 and (op, eps) != ("<=", 0.0):
+                    continue
+                cases.append((backend, mode, op, eps, D > eps or (op == "<" and D >= eps)))
+    spec = _SPEC.replace("INDEX", ", index = 1" if K == 2 else "") + "".join(_PROP.format(i=i, mode=mode, c=c, op=op, eps=_fmt(eps), backend=backend)
+                           for i, (backend, mode, op, eps, _) in enumerate(cases))
+    (tmp_path / "s.fair").write_text(spec)
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    rep = pipeline.check(tmp_path / "s.fair")
+    got = {v.name: v for v in rep.verdicts}
+    decided = 0
+    from fairspec.models import load_model
+
+    model = load_model("onnx", str(tmp_path / "m.onnx"), score_kind="logit", index=1 if K == 2 else None)
+    for i, (backend, mode, op, eps, broken) in enumerate(cases):
+        v = got[f"P{i}"]
+        where = (backend, mode, op, eps, D, v.status, v.reason)
+        assert v.status in ("violated" if broken else "holds", "unknown"), where
+        decided += v.status != "unknown"
+        if v.status == "holds":
+            assert v.how == "proved" and v.proof is not None, where
+        if v.status == "violated":
+            w = v.witness
+            X2 = np.array([w.x, w.x_prime])
+            Y = np.asarray(model.outputs(X2), dtype=np.float64)
+            s = Y[:, c] if Y.shape[1] > 1 else (Y[:, 0] if c == 1 else -Y[:, 0])
+            d = abs(Fraction(float(s[0])) - Fraction(float(s[1])))
+            assert d > Fraction(eps) or op == "<" and d >= Fraction(eps), where
+            assert w.outputs == (float(s[0]), float(s[1])), where      # column c's logits (-z for c = 0 of one column)
+        if mode == "maximize" and v.bound is not None:
+            lo, hi = v.bound
+            assert lo <= D + 1e-12 and hi >= D - 1e-12, where
+    assert decided >= len(cases) - 2, [(c_, got[f"P{i}"].status, got[f"P{i}"].reason) for i, c_ in enumerate(cases)]
+
+
+def test_forall_classes_stays_unknown(tmp_path, monkeypatch):
+    onnx = pytest.importorskip("onnx")
+    from fairspec import pipeline
+
+    m = mlp_model(_net(np.random.default_rng(0), 3, None), "Identity", "logits", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    (tmp_path / "s.fair").write_text(_SPEC.replace("INDEX", "") + """property P {
+  forall x, x' : F
+  require x.* == x'.* except {sex}
+  ensure forall c: |logit(m(x), c) - logit(m(x'), c)| <= 0.5
+  using milp
+}
+""")
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    v = pipeline.check(tmp_path / "s.fair").verdicts[0]
+    assert v.status == "unknown" and "forall c" in v.reason
