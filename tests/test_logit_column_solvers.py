@@ -130,3 +130,49 @@ def test_forall_classes_stays_unknown(tmp_path, monkeypatch):
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
     v = pipeline.check(tmp_path / "s.fair").verdicts[0]
     assert v.status == "unknown" and "forall c" in v.reason
+
+
+def _save(tmp_path, K, seed, still=None):
+    onnx = pytest.importorskip("onnx")
+    layers = _net(np.random.default_rng(seed), K, still)
+    m = mlp_model(layers, "Identity", "logits", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    return layers
+
+
+def test_partitions_decide_one_column(tmp_path, monkeypatch):
+    """`partitions = 4` (and their certified combination) on the network cut to logit column 2: eps the largest
+    reachable difference holds with `<=` and is violated with `<`; maximize's interval holds that difference."""
+    from fairspec import pipeline
+
+    D = _truth(_save(tmp_path, 3, 4), 2)
+    txt = _SPEC.replace("INDEX", "")
+    cases = [("<=", "milp", "prove"), ("<", "milp", "prove"), ("<=", "smt", "prove"), ("<=", "milp", "maximize")]
+    for i, (op, backend, mode) in enumerate(cases):
+        txt += _PROP.format(i=i, mode=mode, c=2, op=op, eps=_fmt(D), backend=backend).replace(
+            "  mode", "  partitions = 4\n  mode")
+    (tmp_path / "s.fair").write_text(txt)
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    got = {v.name: v for v in pipeline.check(tmp_path / "s.fair").verdicts}
+    assert [got[f"P{i}"].status for i in range(4)] == ["holds", "violated", "holds", "holds"], \
+        [v.reason for v in got.values()]
+    for i in (0, 2, 3):
+        assert got[f"P{i}"].proof is not None and got[f"P{i}"].details["coverage"]["partitions"] == 4
+    lo, hi = got["P3"].bound
+    assert lo <= D <= hi
+
+
+def test_small_domain_notes_the_solver_options(tmp_path):
+    """Enumerated whole, one class's logit(m(x), c) reads none of the solver path's options: each said in the
+    verdict's notes, as logit(m(x))'s are (kinds.individual_fairness.unread_by_enumeration)."""
+    from fairspec import pipeline
+    from fairspec.report import verdict_notes
+
+    _save(tmp_path, 3, 4)
+    (tmp_path / "s.fair").write_text(_SPEC.replace("INDEX", "") + _PROP.format(
+        i=0, mode="prove", c=1, op="<=", eps="0.5", backend="milp").replace("  mode", "  partitions = 4\n  mode"))
+    (v,) = pipeline.check(tmp_path / "s.fair").verdicts
+    assert v.proof is None or v.proof.method == "enumeration"
+    assert any(n.startswith("`partitions` has no effect here: every pair of the small domain is enumerated")
+               for n in verdict_notes(v)), verdict_notes(v)

@@ -45,6 +45,8 @@ class LogitColumn:
         self.index = None
 
     def __getattr__(self, name):          # what is not read through the readout: the model's own
+        if name.startswith("__") or name == "_model":    # (copy / pickle probe an instance without __init__)
+            raise AttributeError(name)
         return getattr(self._model, name)
 
     # ---- the networks, cut to row c --------------------------------------------------------------
@@ -106,6 +108,8 @@ class _ColumnContext:
         self._ctx, self._name, self._view = ctx, name, view
 
     def __getattr__(self, attr):
+        if attr.startswith("__") or attr == "_ctx":
+            raise AttributeError(attr)
         return getattr(self._ctx, attr)
 
     def model(self, name: str):
