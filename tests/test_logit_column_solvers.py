@@ -176,3 +176,41 @@ def test_small_domain_notes_the_solver_options(tmp_path):
     assert v.proof is None or v.proof.method == "enumeration"
     assert any(n.startswith("`partitions` has no effect here: every pair of the small domain is enumerated")
                for n in verdict_notes(v)), verdict_notes(v)
+
+
+@pytest.mark.parametrize("seed,half,blind", [(0, False, False), (1, False, True), (2, True, False), (3, True, True)])
+def test_torch_logit_column_against_brute_force(tmp_path, monkeypatch, seed, half, blind):
+    """A torch K = 3 logit module (float32 and float16 `.half()`: the runtime's own arithmetic, certified as
+    for logit(m(x))), column seed % 3, on the solvers against torch's own forward pass on every grid point."""
+    pytest.importorskip("torch")
+    import test_torch_multi_output as T
+
+    seq = T._seq(seed, 3, False, blind, half)
+    c = seed % 3
+    A, B = T._pairs(T._outputs(seq, T._grid()))
+    d = [abs(Fraction(float(p)) - Fraction(float(q))) for p, q in zip(A[:, c], B[:, c])]
+    D = max(d)
+    text = repr(float(D))
+    props = [T._prop("le", f"|logit(m(x), {c}) - logit(m(x'), {c})| <= {text}", "milp", "prove"),
+             T._prop("le_smt", f"|logit(m(x), {c}) - logit(m(x'), {c})| <= {text}", "smt", "prove"),
+             T._prop("mx", f"|logit(m(x), {c}) - logit(m(x'), {c})| <= {text}", "milp", "maximize")]
+    if D > 0:
+        props.append(T._prop("lt", f"|logit(m(x), {c}) - logit(m(x'), {c})| < {text}", "milp", "find"))
+    out = T._run(tmp_path, monkeypatch, seq, 'torch("m.pt", score = logit)', props)
+
+    def broken(op):
+        def check(x, xp):
+            Z = T._encoded(seq, (x, xp))
+            g = abs(Fraction(float(Z[0, c])) - Fraction(float(Z[1, c])))
+            return g > D or (op == "<" and g >= D)
+        return check
+
+    for name in ("le", "le_smt", "mx"):
+        T._judge(out[name], False, broken("<="))
+    if D > 0:
+        T._judge(out["lt"], True, broken("<"))
+    decided = [n for n, v in out.items() if v["status"] != "unknown"]
+    assert len(decided) >= len(out) - 1, {n: (v["status"], v.get("reason")) for n, v in out.items()}
+    if out["mx"]["status"] != "unknown" and out["mx"].get("bound"):
+        lo, hi = out["mx"]["bound"]
+        assert lo <= D <= hi
