@@ -214,3 +214,31 @@ def test_torch_logit_column_against_brute_force(tmp_path, monkeypatch, seed, hal
     if out["mx"]["status"] != "unknown" and out["mx"].get("bound"):
         lo, hi = out["mx"]["bound"]
         assert lo <= D <= hi
+
+
+@pytest.mark.parametrize("seed", [10, 11])
+def test_pre_condition_and_tolerance_against_brute_force(tmp_path, monkeypatch, seed):
+    """A further require (x.a >= 2) and a tolerance (|x.b - x'.b| <= 1) on the column's logit post: eps the largest
+    difference over the admissible pairs holds with `<=` and is violated with `<` (milp, smt; prove, maximize)."""
+    from fairspec import pipeline
+
+    c = seed % 3
+    layers = _save(tmp_path, 3, seed)
+    pts = [(a, b, s) for a in range(4) for b in range(5) for s in range(2)]
+    X = np.array([[a, b, s == 0, s == 1] for a, b, s in pts], dtype=np.float32)
+    for W, b, relu in layers:
+        X = X @ W.T.astype(np.float32) + b.astype(np.float32)
+        X = np.maximum(X, 0) if relu else X
+    D = max(abs(Fraction(float(X[i, c])) - Fraction(float(X[j, c])))
+            for i, p in enumerate(pts) for j, q in enumerate(pts) if p[0] == q[0] >= 2 and abs(p[1] - q[1]) <= 1)
+    cases = [(backend, op, mode) for backend in ("milp", "smt") for op in ("<=", "<") for mode in ("prove", "maximize")]
+    txt = _SPEC.replace("INDEX", "") + "".join(
+        _PROP.format(i=i, mode=mode, c=c, op=op, eps=_fmt(D), backend=backend).replace(
+            "  mode", "  require |x.b - x'.b| <= 1\n  require x.a >= 2\n  mode")
+        for i, (backend, op, mode) in enumerate(cases))
+    (tmp_path / "s.fair").write_text(txt)
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    got = {v.name: v for v in pipeline.check(tmp_path / "s.fair").verdicts}
+    assert D > 0
+    want = ["holds" if op == "<=" else "violated" for _, op, _ in cases]
+    assert [got[f"P{i}"].status for i in range(len(cases))] == want, [v.reason for v in got.values()]

@@ -126,8 +126,8 @@ def run_logit_column(prop: ir.IndividualFairness, ctx, progress, backend: str, t
     if not isinstance(c, int) or isinstance(c, bool):
         return None
     model = ctx.model(prop.model)
-    if getattr(model, "format", "") not in ("onnx", "torch"):
-        return None
+    if getattr(model, "format", "") not in ("onnx", "torch") or getattr(model, "multi", False):
+        return None           # (an ONNX graph with one input per column is evaluated, never read as a network)
     try:
         raw = model.folded_network()
     except UnsupportedModel:
