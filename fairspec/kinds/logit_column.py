@@ -1,0 +1,177 @@
+"""``|logit(m(x), c) - logit(m(x'), c)| op eps`` of a network on a domain too large to enumerate
+(issue 25, the ``class_logit`` post of one class c), decided by the binary ``logit`` path.
+
+Logit column c of a network whose output holds K logit columns is the one output of the same network
+with its last layer cut to row c (final ``none``): the same numbers, so the same float arithmetic
+row by row -- the runtime error bound of one output (fairspec.certify.network) is a bound per row,
+and it holds of row c inside the K-row layer as it does alone (as a multi-output regression's ``index``
+row is read: models.runtime_layers._readout_row). :class:`LogitColumn` is the loaded model seen so: a
+one-column binary logit model whose networks (piecewise_linear, runtime_network, runtime_chain,
+folded_network) are the model's cut to row c and whose score is column c of the model's own runtime
+outputs. The ``logit`` post of it then runs the ordinary pair path (MILP / SMT, find / prove /
+maximize, ``partitions``), every ``holds`` certified by fairspec/certify as for any ``logit(m(x))``,
+every witness replayed on that runtime. A one-column model's logit column is z for c = 1 and -z for
+c = 0; |-z + z'| = |z - z'|, so both are the model's own ``logit(m(x))`` post (its witness's outputs
+reported with c's sign).
+
+The verdict's witness is replayed once more here with the post as written (:func:`post_scores` of
+``class_logit`` on the loaded model itself): a pair that does not break it is not reported.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from fairspec import ir
+from fairspec.verdict import Verdict, unknown
+
+
+class LogitColumn:
+    """The loaded network ``model`` read as its logit column ``c`` alone: a one-column binary logit model
+    (readout ``logit``, class 1 iff the column is > 0) whose networks are ``model``'s with the last layer
+    cut to row ``c``; every other attribute is ``model``'s own (format, precision, path, raw, ...)."""
+
+    def __init__(self, model, c: int):
+        from fairspec.models.readout import Readout
+
+        self._model = model
+        self._c = int(c)
+        self.readout = Readout("logit")
+        self.score_kind = "logit"
+        self.threshold = 0.0
+        self.index = None
+
+    def __getattr__(self, name):          # what is not read through the readout: the model's own
+        if name.startswith("__") or name == "_model":    # (copy / pickle probe an instance without __init__)
+            raise AttributeError(name)
+        return getattr(self._model, name)
+
+    # ---- the networks, cut to row c --------------------------------------------------------------
+    def _cut(self, net):
+        from fairspec.models.network import Layer, PLNet, UnsupportedModel
+
+        if net.final != "none":
+            raise UnsupportedModel("Output", "final", f"a final {net.final} turns the logits into something else")
+        last = net.layers[-1]
+        if not 0 <= self._c < last.n_out:
+            raise UnsupportedModel("Output", "output", f"the network has no logit column {self._c}")
+        return PLNet(net.layers[:-1] + (Layer(last.W[self._c:self._c + 1], last.b[self._c:self._c + 1], last.relu),),
+                     0, "none", net.source)
+
+    def piecewise_linear(self):
+        return self._cut(self._model.folded_network())
+
+    def folded_network(self):
+        return self._cut(self._model.folded_network())
+
+    def runtime_network(self):
+        return self._cut(self._model.runtime_network())
+
+    def runtime_chain(self):
+        return self._cut(self._model.runtime_chain())
+
+    def tree_ensemble(self):
+        return None
+
+    # ---- the runtime: column c of the model's own outputs -------------------------------------------
+    def outputs(self, X):
+        Y = np.asarray(self._model.outputs(X), dtype=np.float64)
+        return Y[:, self._c:self._c + 1].copy()
+
+    def score(self, X):
+        return self.outputs(X)[:, 0]
+
+    def replay(self, X):
+        return self.score(X)
+
+    def decide(self, X):
+        return (self.score(X) > 0.0).astype(np.int64)
+
+    def predict_class(self, X, outputs=None):
+        y = self.outputs(X) if outputs is None else np.asarray(outputs, dtype=np.float64).reshape(-1, 1)
+        return (y[:, 0] > 0.0).astype(np.int64)
+
+    def output_description(self) -> str:
+        return f"{self._model.output_description()} logit column {self._c}"
+
+    def describe(self) -> str:
+        return f"{self._model.describe()}, read as its logit column {self._c}"
+
+
+class _ColumnContext:
+    """The run's context with model ``name`` read as a :class:`LogitColumn` (everything else the context's)."""
+
+    def __init__(self, ctx, name: str, view):
+        self._ctx, self._name, self._view = ctx, name, view
+
+    def __getattr__(self, attr):
+        if attr.startswith("__") or attr == "_ctx":
+            raise AttributeError(attr)
+        return getattr(self._ctx, attr)
+
+    def model(self, name: str):
+        return self._view if name == self._name else self._ctx.model(name)
+
+
+def run_logit_column(prop: ir.IndividualFairness, ctx, progress, backend: str, t0: float, kind) -> Verdict | None:
+    """The verdict of ``logit(m(x), c)`` (one class c) of a network of logit outputs on the binary ``logit``
+    path, or None when the model is not one this reduction reads (another format, a final softmax /
+    sigmoid, ``forall c``): the caller then says why it is undecided."""
+    from fairspec.models.network import UnsupportedModel
+
+    c = prop.cls
+    if not isinstance(c, int) or isinstance(c, bool):
+        return None
+    model = ctx.model(prop.model)
+    if getattr(model, "format", "") not in ("onnx", "torch") or getattr(model, "multi", False):
+        return None           # (an ONNX graph with one input per column is evaluated, never read as a network)
+    try:
+        raw = model.folded_network()
+    except UnsupportedModel:
+        return None
+    if raw.final != "none":
+        return None
+    K = raw.layers[-1].n_out
+    if K == 1:
+        if c not in (0, 1):
+            return None
+        view, as_ctx = model, ctx          # z (c = 1) or -z (c = 0): |-z + z'| = |z - z'|, the logit post itself
+        if (model.readout.columns or 1) != 1 or model.readout.index not in (None, 0) or model.score_kind != "logit":
+            return None
+    else:
+        if not 0 <= c < K:
+            return None
+        view = LogitColumn(model, c)
+        as_ctx = _ColumnContext(ctx, prop.model, view)
+    as_logit = replace(prop, post="logit", cls=None)
+    v = kind.run_pair(as_logit, as_ctx, progress, backend)
+    v = replace(v, seconds=time.perf_counter() - t0,
+                details={**(v.details or {}), "post": "class_logit", "column": c,
+                         "decided_as": (f"logit(m(x)) of the network cut to its logit column {c}" if K > 1 else
+                                        f"logit(m(x)) of the one-column model ({'z' if c == 1 else '-z'}: "
+                                        "|logit(m(x), c) - logit(m(x'), c)| = |z - z'|)")})
+    if v.status == "violated":
+        return _replayed(prop, model, v, backend, t0)
+    return v
+
+
+def _replayed(prop, model, v: Verdict, backend: str, t0: float) -> Verdict:
+    """A violation of the column's logit post, replayed once more on the loaded model with the post as
+    written (logit column c of its outputs, compared exactly with the spec's ``<`` / ``<=``); its outputs are
+    that column's two logits. Not broken: ``unknown``."""
+    from fairspec.kinds.pair_runtime import post_scores, runtime_violates
+
+    w = v.witness
+    if w is None:
+        return unknown(prop, f"the {backend} backend reported a violation without a pair", backend=backend,
+                       seconds=time.perf_counter() - t0, details=v.details)
+    X2 = np.array([w.x, w.x_prime], dtype=np.float64)
+    s, _ = post_scores(prop, model, X2)
+    if s is None or not bool(runtime_violates(prop, model, s[:1], s[1:], X2=X2)[0]):
+        return unknown(prop, f"the {backend} backend's pair did not break logit(m(x), {prop.cls}) on the model's "
+                             "runtime, so it is not reported", backend=backend, seconds=time.perf_counter() - t0,
+                       details=v.details)
+    return replace(v, witness=replace(w, outputs=(float(s[0]), float(s[1]))))

@@ -1,0 +1,244 @@
+"""``|logit(m(x), c) - logit(m(x'), c)| op eps`` of a network on the solver paths (FAIRSPEC_ENUMERATE_PAIRS=0:
+no domain enumerated), decided by the binary logit path on the network cut to logit column c
+(fairspec/kinds/logit_column.py), against brute force on small domains. Biased to ties: dyadic weights
+(float32 logits exact), eps exactly the largest reachable difference, `<` against `<=`, one-column
+models with c = 0 and c = 1, K = 3 columns, a column the protected feature does not move."""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from onnx_nets import mlp_model
+
+_SPEC = """\
+features F {
+  a : int in [0, 3]
+  b : int in [0, 4]
+  sex : {F, M} protected
+}
+model m = onnx("m.onnx", score = logitINDEX)
+encode F for m { a : raw  b : raw  sex : onehot }
+"""
+
+_PROP = """property P{i} {{
+  forall x, x' : F
+  require x.* == x'.* except {{sex}}
+  mode = {mode}
+  ensure |logit(m(x), {c}) - logit(m(x'), {c})| {op} {eps}
+  using {backend}
+}}
+"""
+
+
+def _net(rng, K, still):
+    W1 = rng.integers(-4, 5, (5, 4)) / 4.0
+    b1 = rng.integers(-2, 3, 5) / 4.0
+    W2 = rng.integers(-4, 5, (K, 5)) / 4.0
+    b2 = rng.integers(-1, 2, K) / 4.0
+    if still is not None:          # column `still` reads no neuron that reads sex (the one-hot columns 2, 3)
+        W2[still, np.any(W1[:, 2:] != 0, axis=1)] = 0.0
+    return [(W1, b1, True), (W2, b2, False)]
+
+
+def _truth(layers, c):
+    """The largest |logit(x, c) - logit(x', c)| over the domain's pairs, in float32 as the runtime."""
+    pts = np.array([[a, b] for a in range(4) for b in range(5)], dtype=np.float32)
+    ones = np.ones((len(pts), 1), np.float32)
+    zero = np.zeros((len(pts), 1), np.float32)
+
+    def fwd(X):
+        for W, b, relu in layers:
+            X = X @ W.T.astype(np.float32) + b.astype(np.float32)
+            X = np.maximum(X, 0) if relu else X
+        return X.astype(np.float64)
+
+    yF = fwd(np.hstack([pts, ones, zero]))
+    yM = fwd(np.hstack([pts, zero, ones]))
+    col = (lambda Y: Y[:, c]) if yF.shape[1] > 1 else (lambda Y: Y[:, 0] if c == 1 else -Y[:, 0])
+    return float(np.max(np.abs(col(yF) - col(yM))))
+
+
+def _fmt(x: float) -> str:
+    return repr(float(x))
+
+
+@pytest.mark.parametrize("K,c,seed,still", [(1, 0, 1, None), (1, 1, 2, None), (1, 0, 3, 0), (3, 2, 4, None),
+                                            (3, 0, 5, None), (3, 1, 6, 1), (2, 1, 7, None)])
+def test_logit_column_against_brute_force(tmp_path, monkeypatch, K, c, seed, still):
+    onnx = pytest.importorskip("onnx")
+    from fairspec import pipeline
+
+    rng = np.random.default_rng(seed)
+    layers = _net(rng, K, still)
+    m = mlp_model(layers, "Identity", "logits", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    D = _truth(layers, c)
+    cases = []
+    for backend in ("milp", "smt"):
+        for mode in ("prove", "maximize"):
+            for op, eps in (("<=", D), ("<", D), ("<=", D / 2)):
+                if D == 0 and (op, eps) != ("<=", 0.0):
+                    continue
+                cases.append((backend, mode, op, eps, D > eps or (op == "<" and D >= eps)))
+    spec = _SPEC.replace("INDEX", ", index = 1" if K == 2 else "") + "".join(_PROP.format(i=i, mode=mode, c=c, op=op, eps=_fmt(eps), backend=backend)
+                           for i, (backend, mode, op, eps, _) in enumerate(cases))
+    (tmp_path / "s.fair").write_text(spec)
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    rep = pipeline.check(tmp_path / "s.fair")
+    got = {v.name: v for v in rep.verdicts}
+    decided = 0
+    from fairspec.models import load_model
+
+    model = load_model("onnx", str(tmp_path / "m.onnx"), score_kind="logit", index=1 if K == 2 else None)
+    for i, (backend, mode, op, eps, broken) in enumerate(cases):
+        v = got[f"P{i}"]
+        where = (backend, mode, op, eps, D, v.status, v.reason)
+        assert v.status in ("violated" if broken else "holds", "unknown"), where
+        decided += v.status != "unknown"
+        if v.status == "holds":
+            assert v.how == "proved" and v.proof is not None, where
+        if v.status == "violated":
+            w = v.witness
+            X2 = np.array([w.x, w.x_prime])
+            Y = np.asarray(model.outputs(X2), dtype=np.float64)
+            s = Y[:, c] if Y.shape[1] > 1 else (Y[:, 0] if c == 1 else -Y[:, 0])
+            d = abs(Fraction(float(s[0])) - Fraction(float(s[1])))
+            assert d > Fraction(eps) or op == "<" and d >= Fraction(eps), where
+            assert w.outputs == (float(s[0]), float(s[1])), where      # column c's logits (-z for c = 0 of one column)
+        if mode == "maximize" and v.bound is not None:
+            lo, hi = v.bound
+            assert lo <= D + 1e-12 and hi >= D - 1e-12, where
+    assert decided >= len(cases) - 2, [(c_, got[f"P{i}"].status, got[f"P{i}"].reason) for i, c_ in enumerate(cases)]
+
+
+def test_forall_classes_stays_unknown(tmp_path, monkeypatch):
+    onnx = pytest.importorskip("onnx")
+    from fairspec import pipeline
+
+    m = mlp_model(_net(np.random.default_rng(0), 3, None), "Identity", "logits", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    (tmp_path / "s.fair").write_text(_SPEC.replace("INDEX", "") + """property P {
+  forall x, x' : F
+  require x.* == x'.* except {sex}
+  ensure forall c: |logit(m(x), c) - logit(m(x'), c)| <= 0.5
+  using milp
+}
+""")
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    v = pipeline.check(tmp_path / "s.fair").verdicts[0]
+    assert v.status == "unknown" and "forall c" in v.reason
+
+
+def _save(tmp_path, K, seed, still=None):
+    onnx = pytest.importorskip("onnx")
+    layers = _net(np.random.default_rng(seed), K, still)
+    m = mlp_model(layers, "Identity", "logits", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    return layers
+
+
+def test_partitions_decide_one_column(tmp_path, monkeypatch):
+    """`partitions = 4` (and their certified combination) on the network cut to logit column 2: eps the largest
+    reachable difference holds with `<=` and is violated with `<`; maximize's interval holds that difference."""
+    from fairspec import pipeline
+
+    D = _truth(_save(tmp_path, 3, 4), 2)
+    txt = _SPEC.replace("INDEX", "")
+    cases = [("<=", "milp", "prove"), ("<", "milp", "prove"), ("<=", "smt", "prove"), ("<=", "milp", "maximize")]
+    for i, (op, backend, mode) in enumerate(cases):
+        txt += _PROP.format(i=i, mode=mode, c=2, op=op, eps=_fmt(D), backend=backend).replace(
+            "  mode", "  partitions = 4\n  mode")
+    (tmp_path / "s.fair").write_text(txt)
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    got = {v.name: v for v in pipeline.check(tmp_path / "s.fair").verdicts}
+    assert [got[f"P{i}"].status for i in range(4)] == ["holds", "violated", "holds", "holds"], \
+        [v.reason for v in got.values()]
+    for i in (0, 2, 3):
+        assert got[f"P{i}"].proof is not None and got[f"P{i}"].details["coverage"]["partitions"] == 4
+    lo, hi = got["P3"].bound
+    assert lo <= D <= hi
+
+
+def test_small_domain_notes_the_solver_options(tmp_path):
+    """Enumerated whole, one class's logit(m(x), c) reads none of the solver path's options: each said in the
+    verdict's notes, as logit(m(x))'s are (kinds.individual_fairness.unread_by_enumeration)."""
+    from fairspec import pipeline
+    from fairspec.report import verdict_notes
+
+    _save(tmp_path, 3, 4)
+    (tmp_path / "s.fair").write_text(_SPEC.replace("INDEX", "") + _PROP.format(
+        i=0, mode="prove", c=1, op="<=", eps="0.5", backend="milp").replace("  mode", "  partitions = 4\n  mode"))
+    (v,) = pipeline.check(tmp_path / "s.fair").verdicts
+    assert v.proof is None or v.proof.method == "enumeration"
+    assert any(n.startswith("`partitions` has no effect here: every pair of the small domain is enumerated")
+               for n in verdict_notes(v)), verdict_notes(v)
+
+
+@pytest.mark.parametrize("seed,half,blind", [(0, False, False), (1, False, True), (2, True, False), (3, True, True)])
+def test_torch_logit_column_against_brute_force(tmp_path, monkeypatch, seed, half, blind):
+    """A torch K = 3 logit module (float32 and float16 `.half()`: the runtime's own arithmetic, certified as
+    for logit(m(x))), column seed % 3, on the solvers against torch's own forward pass on every grid point."""
+    pytest.importorskip("torch")
+    import test_torch_multi_output as T
+
+    seq = T._seq(seed, 3, False, blind, half)
+    c = seed % 3
+    A, B = T._pairs(T._outputs(seq, T._grid()))
+    d = [abs(Fraction(float(p)) - Fraction(float(q))) for p, q in zip(A[:, c], B[:, c])]
+    D = max(d)
+    text = repr(float(D))
+    props = [T._prop("le", f"|logit(m(x), {c}) - logit(m(x'), {c})| <= {text}", "milp", "prove"),
+             T._prop("le_smt", f"|logit(m(x), {c}) - logit(m(x'), {c})| <= {text}", "smt", "prove"),
+             T._prop("mx", f"|logit(m(x), {c}) - logit(m(x'), {c})| <= {text}", "milp", "maximize")]
+    if D > 0:
+        props.append(T._prop("lt", f"|logit(m(x), {c}) - logit(m(x'), {c})| < {text}", "milp", "find"))
+    out = T._run(tmp_path, monkeypatch, seq, 'torch("m.pt", score = logit)', props)
+
+    def broken(op):
+        def check(x, xp):
+            Z = T._encoded(seq, (x, xp))
+            g = abs(Fraction(float(Z[0, c])) - Fraction(float(Z[1, c])))
+            return g > D or (op == "<" and g >= D)
+        return check
+
+    for name in ("le", "le_smt", "mx"):
+        T._judge(out[name], False, broken("<="))
+    if D > 0:
+        T._judge(out["lt"], True, broken("<"))
+    decided = [n for n, v in out.items() if v["status"] != "unknown"]
+    assert len(decided) >= len(out) - 1, {n: (v["status"], v.get("reason")) for n, v in out.items()}
+    if out["mx"]["status"] != "unknown" and out["mx"].get("bound"):
+        lo, hi = out["mx"]["bound"]
+        assert lo <= D <= hi
+
+
+@pytest.mark.parametrize("seed", [10, 11])
+def test_pre_condition_and_tolerance_against_brute_force(tmp_path, monkeypatch, seed):
+    """A further require (x.a >= 2) and a tolerance (|x.b - x'.b| <= 1) on the column's logit post: eps the largest
+    difference over the admissible pairs holds with `<=` and is violated with `<` (milp, smt; prove, maximize)."""
+    from fairspec import pipeline
+
+    c = seed % 3
+    layers = _save(tmp_path, 3, seed)
+    pts = [(a, b, s) for a in range(4) for b in range(5) for s in range(2)]
+    X = np.array([[a, b, s == 0, s == 1] for a, b, s in pts], dtype=np.float32)
+    for W, b, relu in layers:
+        X = X @ W.T.astype(np.float32) + b.astype(np.float32)
+        X = np.maximum(X, 0) if relu else X
+    D = max(abs(Fraction(float(X[i, c])) - Fraction(float(X[j, c])))
+            for i, p in enumerate(pts) for j, q in enumerate(pts) if p[0] == q[0] >= 2 and abs(p[1] - q[1]) <= 1)
+    cases = [(backend, op, mode) for backend in ("milp", "smt") for op in ("<=", "<") for mode in ("prove", "maximize")]
+    txt = _SPEC.replace("INDEX", "") + "".join(
+        _PROP.format(i=i, mode=mode, c=c, op=op, eps=_fmt(D), backend=backend).replace(
+            "  mode", "  require |x.b - x'.b| <= 1\n  require x.a >= 2\n  mode")
+        for i, (backend, op, mode) in enumerate(cases))
+    (tmp_path / "s.fair").write_text(txt)
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    got = {v.name: v for v in pipeline.check(tmp_path / "s.fair").verdicts}
+    assert D > 0
+    want = ["holds" if op == "<=" else "violated" for _, op, _ in cases]
+    assert [got[f"P{i}"].status for i in range(len(cases))] == want, [v.reason for v in got.values()]
