@@ -199,8 +199,9 @@ def causal_props(seed: int, fs, cpts, P, decided, groups: str, backends, kind: s
                 f"FIF({','.join(fs[i].name for i in S)}) = {v}" for S, v in each.items())
             meta = {"metric": "influence", "quantity": quantity, "op": op, "threshold": thr, "backend": backend,
                     "kind": kind, "tie": value == Fraction(thr)}
-            if sub_text is None and kind == "tree" and _reads_only_protected(fs, decided):
-                # a tree splitting on protected features alone reads no subset to measure: unknown is fair there
+            if sub_text is None and _reads_only_protected(fs, decided):
+                # a classifier deciding by protected features alone (a tree splitting on them, a rule that is a
+                # tautology in the others) may read no subset to measure: unknown is fair there
                 meta["incomplete"] = True
             truth = Truth(status, value=float(value), value_kind="metric", domain=int(P.shape[0]), note=note,
                           exact=value)
