@@ -194,6 +194,11 @@ def generate(seed: int, n_props: int = 6) -> Instance:
         from .data_calib import calib_props
 
         props += calib_props(seed, df, w, weights is not None, races, inst.files, FAMILY, len(props))
+    if seed >= CALIB_FROM:      # session 34: the same metrics on the rows a `where =` filter keeps (data_where.py)
+        from .data_where import where_props
+
+        props += where_props(seed, df, decided, w, weights is not None, races, inst.spec, FAMILY, len(props), _rates,
+                             _value, LOWER_IS_FAIR)
     return inst
 
 
