@@ -61,7 +61,7 @@ SLICE = {
     # 90000008 (session 33): decisions spelt as words in any case, a file without its header line, the metrics
     # of differential/data_more.py (FDR / FOR, ratios, entropy indices, a derived group, to_overall on a tree)
     # 103000021 (session 34): calibration_gap on the logged scores, over the CSV and over the rows read from Parquet;
-    # group metrics over a `where =` row filter (every instance from 103,000,000 on)
+    # group metrics over a `where =` row filter and a shipped policy applied (every instance from 103,000,000 on)
     "data": (0, 1, 2, 6, 8, 90000008, 103000021),
     # 18000044: torch, counterfactuals within the runtime's rounding of a bucket boundary (batch ties)
     "kdisc": (1, 4, 5, 6, 8, 10, 39, 18000044),

@@ -199,6 +199,9 @@ def generate(seed: int, n_props: int = 6) -> Instance:
 
         props += where_props(seed, df, decided, w, weights is not None, races, inst.spec, FAMILY, len(props), _rates,
                              _value, LOWER_IS_FAIR)
+        from .data_policy import policy_props       # and a shipped policy applied (data_policy.py)
+
+        props += policy_props(seed, df, decided, inst.spec, FAMILY, len(props), _rates)
     return inst
 
 
