@@ -13,8 +13,9 @@ The truth is exact and computed here from the definitions (README 'Group metrics
 * path_specific: a_max is the most favoured group of the declared network; each mediator's edges from
   the protected features see a_max's values, every other edge the group's own; the value is max - min
   of the PPVs so obtained. Where several groups tie for most favoured, the value is computed for each:
-  when they disagree on the verdict the truth is ``ambiguous`` (meta ``amax_tie``), as the README does
-  not say which a_max is taken.
+  when they disagree on the verdict the truth is ``reading-dependent`` (meta ``amax_tie``; only unknown is
+  right), as the definition does not say which a_max is taken (a `holds (proved)` on the first of them was
+  fairspec's answer until session 34: distribution-104000208-q9).
 
 Every probability is a Fraction of the decimals as written; the classifier's decision on each grid
 point is the family's own (a rule in rationals, a tree by its library's predict).
@@ -224,7 +225,8 @@ def causal_props(seed: int, fs, cpts, P, decided, groups: str, backends, kind: s
             claim = (f"path_specific(clf, groups {groups}, mediators {{{', '.join(fs[i].name for i in med)}}}, "
                      f"distribution d) {op} {thr}")
             verdicts = {claim_holds(v, op, thr) for v in vals.values()}
-            status = ("holds" if verdicts == {True} else "violated") if len(verdicts) == 1 else "ambiguous"
+            # the tied a_max readings decide otherwise: only unknown is right (fairspec since session 34)
+            status = ("holds" if verdicts == {True} else "violated") if len(verdicts) == 1 else "reading-dependent"
             meta = {"metric": "path_specific", "op": op, "threshold": thr, "backend": backend, "kind": kind,
                     "tie": any(v == Fraction(thr) for v in vals.values()), "amax_tie": len(vals) > 1,
                     "mediators": [fs[i].name for i in med]}
