@@ -198,6 +198,21 @@ def test_path_specific_over_a_declared_network(tmp_path):
     assert v.details["a_max"] == {"P": True}
 
 
+@pytest.mark.parametrize("claim, status", [("<= 0", "unknown"), ("<= 0.5", "holds"), (">= 0.5", "violated")])
+def test_path_specific_with_most_favoured_groups_tied(tmp_path, claim, status):
+    """Session 34 (the harness's distribution-104000208-q9): P and Q with p(Q | P) = 0: both groups' PPV is 0, so
+    both are most favoured, and path_specific's a_max -- the group whose values the mediators see -- is either:
+    with a_max = P the value is 0, with a_max = not P (Q drawn at 0.35) it is 0.35. fairspec took the first and
+    proved `<= 0`; a claim the two readings decide otherwise is unknown now, one they agree on keeps its verdict."""
+    text = WORLD.format(rule="P and Q", table="  p(Q | P) = 0\n  p(Q | not P) = 0.35")
+    text = text.replace("statistical_parity(m, groups P, distribution d) <= 1",
+                        f"path_specific(m, groups P, mediators {{Q}}, distribution d) {claim}")
+    v = verdicts(spec(tmp_path, text))["sp"]
+    assert v.status == status, (v.status, v.reason)
+    if status == "unknown":
+        assert "most favoured" in v.reason and "0.35" in v.reason, v.reason
+
+
 @pytest.mark.parametrize("prop, reason", [
     ("equalized_odds(m, groups P, distribution d) <= 0.1", "has no label"),
     ("disparate_impact(m, groups P, distribution d) >= 0.8\n  using dp", "dp backend handles linear classifiers only"),

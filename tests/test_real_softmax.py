@@ -206,3 +206,28 @@ def test_logit_of_a_one_column_logit_network(tmp_path, monkeypatch):
     assert again["p0"].proof is not None and again["p1"].proof is not None
     w = again["p2"].witness
     assert sorted(map(abs, w.outputs)) == [1.0, 1.5]
+
+
+def test_enumerated_maximum_is_no_more_than_the_real_one(tmp_path):
+    """Session 34 (h1, the multiclass family's exact truth, multiclass-104000002-p7): maximize by enumeration of a
+    logit network's ``|prob(m(x), c) - prob(m(x'), c)|`` reported as ``value`` the float64 softmax's largest
+    difference, above the real softmax's (logits 36.73 and 36.75 beside two zeros: 2.2e-16 in float64 where the
+    real difference is about 4.4e-18). The value is now the real softmax bounds' certain lower end, as the
+    softmax branch and bound's: at most the exact maximum, the bound's upper end at least it."""
+    pytest.importorskip("onnxruntime")
+    import onnxruntime as ort
+
+    from fairspec import pipeline
+
+    _save(tmp_path, [[0, 0, 0, 0, 0], [0, 0, 0, 0.02, 0], [0, 0, 0, 0, 0]], [0.0, 36.73, 0.0])
+    sess = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    X = np.array([[1, 0, 0, 0, 3], [1, 0, 0, 1, 3]], dtype=np.float32)
+    Y = sess.run(None, {"x": X})[0].astype(np.float64)
+    text = _SPEC.replace("MODEL", "m.onnx").replace("INDEX", "")
+    text += _prop("p", 1, "<=", "1").replace("using milp", "mode = maximize")
+    (tmp_path / "s.fair").write_text(text)
+    v = {v.name: v for v in pipeline.check(tmp_path / "s.fair").verdicts}["p"]
+    true_max = abs(_true_p(Y[0], 1) - _true_p(Y[1], 1))
+    assert v.status == "holds" and v.details.get("engine") == "enumeration", (v.status, v.reason, v.details)
+    assert Fraction(v.value) <= true_max, (v.value, float(true_max))
+    assert Fraction(v.bound[0]) <= true_max <= Fraction(v.bound[1]), (v.bound, float(true_max))

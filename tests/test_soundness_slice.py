@@ -54,12 +54,15 @@ SLICE = {
     # 90000000 (session 33): bootstrap = N over distributions estimated from the rows; 93000010: q12's
     # `disparate_impact(...) >= 1` with bootstrap = 200, true conditional DI exactly 1, was violated (every resample
     # lies at or below 1: the percentile interval excludes it whatever the truth)
-    "distribution": (3, 5, 15, 16, 20, 32, 33, 38, 90000000, 93000010),
+    # 103000001 (session 34): influence(...) and path_specific(..., mediators {...}) over the declared network
+    "distribution": (3, 5, 15, 16, 20, 32, 33, 38, 90000000, 93000010, 103000001),
     # 49000002: a share claim `> 1` (FS507 since session 26) that the generator wrote until session 27
     "pba": (1, 3, 4, 5, 7, 4000001, 4000003, 49000002),
     # 90000008 (session 33): decisions spelt as words in any case, a file without its header line, the metrics
     # of differential/data_more.py (FDR / FOR, ratios, entropy indices, a derived group, to_overall on a tree)
-    "data": (0, 1, 2, 6, 8, 90000008),
+    # 103000021 (session 34): calibration_gap on the logged scores, over the CSV and over the rows read from Parquet;
+    # group metrics over a `where =` row filter and a shipped policy applied (every instance from 103,000,000 on)
+    "data": (0, 1, 2, 6, 8, 90000008, 103000021),
     # 18000044: torch, counterfactuals within the runtime's rounding of a bucket boundary (batch ties)
     "kdisc": (1, 4, 5, 6, 8, 10, 39, 18000044),
     "kdisc-solver": (10, 39),

@@ -451,11 +451,13 @@ def _verdict_influence(prop, pb: Problem, fif, backend, method, t0, boot: dict |
 FLOAT_ALLOWANCE = 1e-9
 
 
-def _exact_value(prop, pb: Problem, subsets=None, ppvs: dict | None = None, fifs: dict | None = None):
+def _exact_value(prop, pb: Problem, subsets=None, ppvs: dict | None = None, fifs: dict | None = None,
+                 readings: dict | None = None):
     """(the metric's value in exact rationals from the declared decimals, None) or (None, why not).
     ``ppvs``, when given, receives each group's exact PPV {group: Fraction} of the declared network (a
     plain group metric's, an influence's base; not path_specific's); ``fifs`` an influence's exact
-    {subset: FIF} and {"base": the quantity's exact value}.
+    {subset: FIF} and {"base": the quantity's exact value}; ``readings`` path_specific's value for each group
+    tied for most favoured ({a_max: value}: the definition does not say which a_max the mediators see).
 
     Recomputed independently of the backend that found the value (fairspec.analyses.distribution_exact)."""
     from fairspec.analyses.distribution import all_groups
@@ -491,13 +493,19 @@ def _exact_value(prop, pb: Problem, subsets=None, ppvs: dict | None = None, fifs
             vals = {g: p for g, p in base.items() if p is not None}
             if not vals:
                 return None, "no group has a PPV"
-            amax = max(vals.items(), key=lambda kv: (kv[1], [-x for x in kv[0]]))[0]
-            d2 = net
-            for z in prop.mediators:
-                for a, v in zip(pb.protected, amax):
-                    if a in d2.parents.get(z, ()):
-                        d2 = d2.with_parent_fixed(z, a, v)
-            return exact_metric("spread", exact_ppvs(d2, pb.clf, pb.protected, groups)), None
+            top = max(vals.values())
+            tied = sorted((g for g, p in vals.items() if p == top), key=lambda g: [x for x in g])
+            each = {}
+            for amax in tied:           # the first is the one reported; every tied group is a reading
+                d2 = net
+                for z in prop.mediators:
+                    for a, v in zip(pb.protected, amax):
+                        if a in d2.parents.get(z, ()):
+                            d2 = d2.with_parent_fixed(z, a, v)
+                each[amax] = exact_metric("spread", exact_ppvs(d2, pb.clf, pb.protected, groups))
+            if readings is not None and len(each) > 1:
+                readings.update(each)
+            return each[tied[0]], None
         found = exact_ppvs(net, pb.clf, pb.protected, groups)
         if ppvs is not None:
             ppvs.update(found)
@@ -516,8 +524,8 @@ def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, 
     value exists (the float value with :data:`FLOAT_ALLOWANCE`, unknown when the threshold lies within it)."""
     from fairspec.certify import exact as cx
     details = common["details"]
-    ppvs, fifs = {}, {}
-    exact, why = _exact_value(prop, pb, subsets, ppvs, fifs)
+    ppvs, fifs, readings = {}, {}, {}
+    exact, why = _exact_value(prop, pb, subsets, ppvs, fifs, readings)
     if not pb.exact_classifier:
         return _approximated(prop, pb, exact, value, common)
     if exact is not None:
@@ -527,6 +535,20 @@ def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, 
         common["value"] = float(exact)
         claim = f"{prop.metric} {prop.op} {_spec_number(prop.threshold)} over distribution '{prop.distribution}'"
         proof = cx.prove_exact(exact, prop.op, prop.threshold, claim=claim)
+        if len(set(readings.values())) > 1:
+            # several groups tied for most favoured, and path_specific's value depends on which the mediators
+            # see: decided only where every such reading decides alike (nothing ambiguous resolved silently)
+            names = {_group_name(tuple((a, pb.bn.variables[a].values[i]) for a, i in zip(pb.protected, g)), pb.bn):
+                     x for g, x in readings.items()}
+            details["a_max_readings"] = {n: str(x) for n, x in names.items()}
+            held = [cx.prove_exact(x, prop.op, prop.threshold, claim=claim) is not None for x in readings.values()]
+            if any(held) and not all(held):
+                return Verdict(prop.name, prop.kind, "unknown",
+                               reason=f"the groups {', '.join(names)} tie for most favoured, and path_specific's "
+                                      f"value depends on which of them the mediators see: "
+                                      + ", ".join(f"{float(x):.6g} with a_max {n}" for n, x in names.items())
+                                      + f"; the claim {prop.op} {_spec_number(prop.threshold)} holds for some and "
+                                        f"fails for others", **common)
         if proof is not None:
             return Verdict(prop.name, prop.kind, "holds", how="proved", reason=holds_reason, proof=proof, **common)
         return Verdict(prop.name, prop.kind, "violated", reason=violated_reason, **common)

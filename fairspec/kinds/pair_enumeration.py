@@ -639,6 +639,9 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
             if rc is not None:          # the real softmax: its bounds, the runtime's rounding on top
                 lo, hi = interval_maximum(rc)
                 hi = math.nextafter(hi + 2 * spread, math.inf) if spread else hi
+                # the value is the bounds' certain lower end (as the softmax branch and bound's), not the
+                # float64 softmax's largest difference, which may lie above every pair's real one
+                value = lo
             elif _exact_at_max(s[a], s[b], m, value):
                 hi = value if spread == 0 else hi
             else:

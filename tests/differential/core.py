@@ -351,7 +351,7 @@ class Instance:
     def spec_text(self, only: list[str] | None = None) -> str:
         gs = self.groups(only)
         head, props = gs[0] if gs else (self.spec, [])
-        return head + "\n" + "\n\n".join(p.text for p in props) + "\n"
+        return head + "\n" + "\n\n".join(dict.fromkeys(p.text for p in props)) + "\n"
 
     def write_groups(self, folder: Path, only: list[str] | None = None) -> list[tuple[Path, list[Prop]]]:
         """The files, and each group's spec (spec.fair for the first, spec-NAME.fair after)."""
@@ -361,7 +361,8 @@ class Instance:
         out = []
         for k, (head, props) in enumerate(self.groups(only)):
             spec = folder / ("spec.fair" if k == 0 else f"spec-{props[0].name}.fair")
-            spec.write_text(head + "\n" + "\n\n".join(p.text for p in props) + "\n")
+            # one text once: the properties one `apply` states share its line (data_policy.py)
+            spec.write_text(head + "\n" + "\n\n".join(dict.fromkeys(p.text for p in props)) + "\n")
             out.append((spec, props))
         return out
 

@@ -190,6 +190,18 @@ def generate(seed: int, n_props: int = 6) -> Instance:
 
         inst.spec = more_metric_props(seed, df, decided, w, weights is not None, props, inst.spec)
         inst.spec = headerless(seed, inst.files, inst.spec)
+    if seed >= CALIB_FROM and mode == "score":      # session 34: calibration_gap on the scores, CSV and Parquet
+        from .data_calib import calib_props
+
+        props += calib_props(seed, df, w, weights is not None, races, inst.files, FAMILY, len(props))
+    if seed >= CALIB_FROM:      # session 34: the same metrics on the rows a `where =` filter keeps (data_where.py)
+        from .data_where import where_props
+
+        props += where_props(seed, df, decided, w, weights is not None, races, inst.spec, FAMILY, len(props), _rates,
+                             _value, LOWER_IS_FAIR)
+        from .data_policy import policy_props       # and a shipped policy applied (data_policy.py)
+
+        props += policy_props(seed, df, decided, inst.spec, FAMILY, len(props), _rates)
     return inst
 
 
@@ -457,6 +469,8 @@ def _output_props(seed, df, races, text, files, props, spec):
 #: ``compare = to_overall`` and those of ``data_more.more_output_props`` (earlier instances are unchanged)
 TO_OVERALL_FROM = 90_000_000
 MORE_METRICS_FROM = 90_000_000
+#: session 34 (data_calib.py): calibration_gap over the logged scores, and the rows read from a Parquet file
+CALIB_FROM = 103_000_000
 
 
 def _overall_output_props(seed, df, pred, truth_col, regression, k0, count=3):

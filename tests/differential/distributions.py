@@ -19,6 +19,7 @@ from fractions import Fraction
 import numpy as np
 
 from .core import Enc, Feature, Instance, Prop, Truth, claim_holds, decimal_text, encode_points
+from .dist_causal import CAUSAL_FROM, causal_props
 
 FAMILY = "distribution"
 
@@ -293,6 +294,8 @@ def generate(seed: int, n_props: int = 8) -> Instance:
         props.append(Prop(name, FAMILY, body, truth, {"metric": metric, "op": op, "threshold": thr,
                                                       "backend": backend, "kind": kind,
                                                       "tie": value == Fraction(thr)}, 20))
+    if seed >= CAUSAL_FROM:       # session 34: influence and path_specific over the declared network
+        props += causal_props(seed, fs, cpts, P, decided, groups, backends, kind, decl, len(props), FAMILY)
     inst = Instance(FAMILY, seed, spec, files, props, info)
     if seed >= FROM_DATA_FROM:
         inst.spec = _from_data(seed, fs, cpts, P, decided, groups, backends, files, info, props, spec)

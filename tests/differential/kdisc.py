@@ -143,13 +143,21 @@ def generate(seed: int, n_props: int = 4) -> Instance:
                                                       "search": "budget" if timeout == 20 else "none"}, timeout))
     if seed >= BANDS_FROM:
         spec = _banded_props(seed, fs, P, probs, real_sigmoid, X, info, spec, props)
-    return Instance(FAMILY, seed, spec, files, props, info)
+    inst = Instance(FAMILY, seed, spec, files, props, info)
+    if seed >= EXPLAIN_FROM:        # session 34: `explain tree` on more properties, its report judged
+        from .kdisc_explain import add_explain, judge
+
+        add_explain(seed, props, fs, P, probs, real_sigmoid)
+        inst.judge = judge
+    return inst
 
 
 #: session 32: from this instance seed on, an int feature is declared with ``bins [..]`` and one or two more
 #: properties put it in ``over`` (README: "a numeric feature declared with bins (age ... bins [39]) adds one
 #: counterfactual age per band")
 BANDS_FROM = 85_000_000
+#: session 34 (kdisc_explain.py)
+EXPLAIN_FROM = 103_000_000
 
 
 def _bands(f, edges) -> list[tuple[int, int]]:

@@ -19,6 +19,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from . import softmax_exact as sx
 from .core import (Instance, Prop, Truth, decimal_text, encode_points, exact, exact_max, grid,
                    near_max_pairs, write_csv)
 from .networks import (Net, PairSpec, _encoding, _features, _witness_checker, admissible, onnx_dtype, pair_groups,
@@ -385,12 +386,20 @@ def _prob_props(rng, fs, P, X, Y, head, k_out, start, count=2, runtime="onnx"):
         status, best_all, n = "holds", None, 0
         checks = []
         for c in cs:
-            st, best, n = _diff_truth(Pr[:, c], P, ps, op, eps)
-            if st == "violated":
-                status = "violated"
+            ck = _witness_checker(fs, P, ps, Outputs(Pr[:, c] > 0.5, None, Pr[:, c]), "prob", op, eps, X)
+            if head == "logit2":
+                # session 34: the REAL softmax of the runtime's logits (README 'Multiclass'), in mpmath, not
+                # fairspec's float64 readout (the eps above is still drawn from the latter: the specs are unchanged)
+                U = sx.class_prob_units(Y, c)
+                st, best, n = sx.diff_truth(U, P, ps, op, eps, pair_groups, admissible)
+                ck = sx.witness_check(ck, U, fs, op, eps)
+            else:
+                st, best, n = _diff_truth(Pr[:, c], P, ps, op, eps)
+            if st == "violated" or (st == "ambiguous" and status == "holds"):
+                status = st
             if best is not None and (best_all is None or best[0] > best_all[0]):
                 best_all = best
-            checks.append(_witness_checker(fs, P, ps, Outputs(Pr[:, c] > 0.5, None, Pr[:, c]), "prob", op, eps, X))
+            checks.append(ck)
 
         def check(w, checks=checks):
             msgs = [ck(w) for ck in checks]
@@ -400,9 +409,12 @@ def _prob_props(rng, fs, P, X, Y, head, k_out, start, count=2, runtime="onnx"):
         ensure = (("forall c: " if every else "") + f"|prob(m(x), {cls}) - prob(m(x'), {cls})| {op} {eps}")
         value = float(best_all[0]) if (mode == "maximize" and best_all is not None) else None
         truth = Truth(status, value=value, value_kind="max" if value is not None else None, check_witness=check,
-                      domain=int(P.shape[0]), pairs=n, exact=best_all[0] if value is not None else None)
+                      domain=int(P.shape[0]), pairs=n, exact=best_all[0] if value is not None else None,
+                      slack=sx.SLACK if head == "logit2" else 0)
         meta = {"post": "class_prob", "op": op, "eps": eps, "backend": backend, "mode": mode, "head": head,
                 "outputs": k_out, "runtime": runtime, "every_class": every}
+        if head == "logit2":
+            meta["real_softmax"] = True
         out.append(Prop(f"p{j}", FAMILY, _text(f"p{j}", fs, ps, ensure, extra), truth, meta, 20.0))
     return out
 
