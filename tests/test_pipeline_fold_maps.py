@@ -357,18 +357,24 @@ def test_a_one_hot_encoder_grouping_infrequent_categories_folds_bit_for_bit(tmp_
             assert a == b, (name, i, r)
 
 
-def test_a_tree_splitting_on_a_group_of_infrequent_categories_stays_whole_and_one_that_does_not_folds():
+def test_a_tree_splitting_on_a_group_of_infrequent_categories_folds_and_one_after_a_weight_stays_whole():
+    """A split on the group's column is rewritten as splits on its categories' columns (session 34,
+    tests/test_pipeline_group_splits.py); a tree after a weighted grouped block is still refused, saying why."""
     from sklearn.tree import DecisionTreeClassifier
 
     split = _grouped_pipe(dict(max_categories=3), DecisionTreeClassifier(random_state=0),
                           y=lambda fr: fr.g.isin(["b", "c", "e"]).to_numpy().astype(int))
-    assert fold(split).unfoldable == (
-        "OneHotEncoder 'o' (it groups infrequent categories, c, e, b, into one column: fairspec reads that column as "
-        "the sum of their one-hot columns, into a linear model or an MLP (their weights on it copied to each), or a "
-        "tree none of whose splits reads it, and a split of DecisionTreeClassifier reads it)",)
+    assert fold(split).unfoldable == () and fold(split).merged is not None
     other = _grouped_pipe(dict(max_categories=3), DecisionTreeClassifier(random_state=0),
                           y=lambda fr: (fr.n.to_numpy() >= 1).astype(int))
     assert fold(other).unfoldable == () and fold(other).merged is not None
+    weighted = _grouped_pipe(dict(max_categories=3), DecisionTreeClassifier(random_state=0), weight={"o": 0.5},
+                             y=lambda fr: fr.g.isin(["b", "c", "e"]).to_numpy().astype(int))
+    assert fold(weighted).unfoldable == (
+        "OneHotEncoder 'o' (it groups infrequent categories, c, e, b, into one column: fairspec reads that column as "
+        "the sum of their one-hot columns, into a linear model or an MLP (their weights on it copied to each, times a "
+        "power of 2 exactly), or a tree unweighted (its splits on it rewritten as splits on their columns), and the "
+        "DecisionTreeClassifier reads it after a transformer weight)",)
 
 
 @pytest.mark.parametrize("backend", ["enumeration", "milp", "smt"])

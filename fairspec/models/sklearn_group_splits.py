@@ -1,0 +1,178 @@
+"""A tree model's splits on a grouped one-hot column rewritten as splits on its categories' columns.
+
+A ``OneHotEncoder`` grouping infrequent categories (``min_frequency`` / ``max_categories``) writes one column
+for the group: 1 when the category is one of the group's, else 0. fairspec lays out one column per category
+(exactly one of them 1 on every domain point), and the pipeline's estimator reads the group's column as the
+sum of its members' columns (``Folded.merged``): 0s and one 1 at most, so 0 or 1. A split ``sum <= t`` on it
+(the library compares ``float32(x) <= t``; 0 and 1 are exact in float32) is
+
+- always right for ``t < 0`` and always left for ``t >= 1`` (the sum is 0 or 1): the node is its child;
+- for ``0 <= t < 1``, left iff no member column is 1, i.e. iff every member's column is ``<= t`` (each is 0 or
+  1): a chain of splits on the member columns, the same threshold, the first one above it sending the point
+  right, the right subtree copied under each link;
+- equally (the block holding exactly one 1) right iff every *other* column of the block is ``<= t``: a chain over
+  the block's other columns with the left subtree copied under each link; :func:`regroup` takes whichever
+  copies fewer nodes.
+
+On every point whose block is one-hot (the domain fairspec's engines decide) each rewritten tree reaches the
+leaf the pipeline's own tree reaches on the encoder's columns, so the leaf values and every score are the same
+floats. Trees are rebuilt in preorder (parents before children, as fairspec's converters read them); a tree
+grown past :data:`GROWTH` times its nodes (plus :data:`SLACK`) is not rewritten (:func:`regroup` returns None).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+GROWTH = 16     # a rewritten tree holds at most GROWTH * n + SLACK nodes (n: the tree's own)
+SLACK = 256
+
+
+class _TooBig(Exception):
+    pass
+
+
+def _rewire(left, right, feature, threshold, keep, groups: dict, limit: int) -> list[list]:
+    """Nodes in preorder as ``[source node, feature, threshold, left, right]`` (a leaf: feature None)."""
+    left, right = np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64)
+    n = len(left)
+    size = np.ones(n, dtype=np.int64)            # nodes of each subtree (children have larger ids in every
+    order = _preorder(left, right)               # library; computed bottom-up from a preorder walk anyway)
+    for v in reversed(order):
+        if left[v] >= 0:
+            size[v] = 1 + size[left[v]] + size[right[v]]
+    out: list[list] = []
+
+    def emit(v: int) -> int:
+        if len(out) > limit:
+            raise _TooBig
+        if left[v] < 0:
+            out.append([v, None, None, -1, -1])
+            return len(out) - 1
+        f, t = int(feature[v]), float(threshold[v])
+        if f not in groups:
+            i = len(out)
+            out.append([v, int(keep[f]), t, -1, -1])
+            out[i][3] = emit(int(left[v]))
+            out[i][4] = emit(int(right[v]))
+            return i
+        members, others = groups[f]
+        if t < 0.0:                              # 0 / 1 is never <= t
+            return emit(int(right[v]))
+        if t >= 1.0:                             # 0 / 1 always is
+            return emit(int(left[v]))
+        lo, hi = int(left[v]), int(right[v])
+        # chain over S: every column of S <= t -> A, the first one above t -> B (B copied under each link)
+        S, A, B = members, lo, hi
+        if others is not None and (len(others) - 1) * size[lo] < (len(members) - 1) * size[hi]:
+            S, A, B = others, hi, lo
+        if not S:
+            return emit(A)
+        first = len(out)
+        for k, col in enumerate(S):
+            i = len(out)
+            out.append([v, int(col), t, -1, -1])
+            out[i][4] = emit(B)
+            out[i][3] = emit(A) if k == len(S) - 1 else len(out)
+        return first
+
+    emit(0)
+    if len(out) > limit:
+        raise _TooBig
+    return out
+
+
+def _preorder(left, right) -> list[int]:
+    out, stack = [], [0]
+    while stack:
+        v = stack.pop()
+        out.append(v)
+        if left[v] >= 0:
+            stack.extend((int(right[v]), int(left[v])))
+    return out
+
+
+def _depths(out) -> np.ndarray:
+    d = np.zeros(len(out), dtype=np.int64)
+    for i, (_, _, _, lft, rgt) in enumerate(out):
+        if lft >= 0:
+            d[lft] = d[rgt] = d[i] + 1
+    return d
+
+
+def _sk_tree(tree, keep, width: int, groups: dict):
+    """A sklearn ``Tree`` reading the widened input, its group splits rewritten (:func:`_rewire`)."""
+    from sklearn.tree._tree import Tree
+
+    state = tree.__getstate__()
+    nodes, values = state["nodes"], state["values"]
+    out = _rewire(nodes["left_child"], nodes["right_child"], nodes["feature"], nodes["threshold"], keep, groups,
+                  GROWTH * len(nodes) + SLACK)
+    src = np.asarray([o[0] for o in out], dtype=np.int64)
+    new = nodes[src].copy()
+    for i, (_, f, t, lft, rgt) in enumerate(out):
+        if f is not None:
+            new[i]["feature"], new[i]["threshold"] = f, t
+        new[i]["left_child"], new[i]["right_child"] = lft, rgt
+    tree2 = Tree(width, np.asarray(tree.n_classes, dtype=np.intp), tree.n_outputs)
+    tree2.__setstate__({**state, "nodes": new, "values": np.ascontiguousarray(values[src]),
+                        "node_count": len(out), "max_depth": int(_depths(out).max())})
+    return tree2
+
+
+def _hist_nodes(nodes, keep, groups: dict):
+    """A HistGradientBoosting predictor's nodes reading the widened input, its group splits rewritten."""
+    leaf = nodes["is_leaf"].astype(bool)
+    out = _rewire(np.where(leaf, -1, nodes["left"].astype(np.int64)), np.where(leaf, -1, nodes["right"].astype(np.int64)),
+                  nodes["feature_idx"], nodes["num_threshold"], keep, groups, GROWTH * len(nodes) + SLACK)
+    src = np.asarray([o[0] for o in out], dtype=np.int64)
+    new = nodes[src].copy()
+    depth = _depths(out)
+    for i, (_, f, t, lft, rgt) in enumerate(out):
+        if f is not None:
+            new[i]["feature_idx"], new[i]["num_threshold"] = f, t
+            new[i]["left"], new[i]["right"] = lft, rgt
+        new[i]["depth"] = depth[i]
+    return new
+
+
+def regroup(final, keep, width: int, merged, others):
+    """A copy of tree model ``final`` (a decision tree, forest, extra trees, gradient boosting, histogram gradient
+    boosting) reading fairspec's ``width`` columns, where ``final`` read column j as the sum of the columns
+    ``merged[j]`` (``others[j]``: the rest of that one-hot block, or None): every split on a j of two or more columns
+    rewritten as splits on its columns (module doc); None where a tree would grow past its bound or the model has
+    categorical splits."""
+    from .sklearn_widen import BOOSTED, FORESTS, HIST, TREES
+
+    keep = np.asarray(keep, dtype=np.int64)
+    groups = {j: (tuple(m), None if others is None or others[j] is None else tuple(others[j]))
+              for j, m in enumerate(merged) if len(m) > 1}
+    name = type(final).__name__
+    est = copy.deepcopy(final)
+    try:
+        if name in TREES + FORESTS + BOOSTED:
+            trees = [est] if name in TREES else list(est.estimators_) if name in FORESTS else list(np.ravel(est.estimators_))
+            for t in trees:
+                t.tree_ = _sk_tree(t.tree_, keep, width, groups)
+                t.n_features_in_ = width
+        elif name in HIST:
+            if getattr(est, "is_categorical_", None) is not None or getattr(est, "_preprocessor", None) is not None:
+                return None
+            for it in est._predictors:
+                for p in it:
+                    if np.any(p.nodes["is_categorical"][~p.nodes["is_leaf"].astype(bool)]):
+                        return None
+                    p.nodes = _hist_nodes(p.nodes, keep, groups)
+            bm = est._bin_mapper
+            if getattr(bm, "is_categorical_", None) is not None:
+                if np.any(bm.is_categorical_):
+                    return None
+                bm.is_categorical_ = np.zeros(width, dtype=bm.is_categorical_.dtype)
+        else:
+            return None
+    except _TooBig:
+        return None
+    est.n_features_in_ = width
+    return est
