@@ -528,3 +528,26 @@ def test_a_scaler_times_a_weight_not_a_power_of_2_folds_only_where_every_int_dom
         row = int(np.flatnonzero(dom[col].to_numpy() == int(at))[0])
         j = 1 if col == "n" else 2
         assert theirs[row, j] == float(prod) != float(mapped) == _column_value(alt[col], float(at))
+
+
+def test_a_scaler_times_a_weight_not_a_power_of_2_on_a_real_domain_stays_whole_saying_why(tmp_path):
+    """A real domain cannot be checked value by value, and the pipeline's product ((v - mean) / std) * w differs in
+    the last bit from one affine map (v - mean) / (std / w) on many reals (measured here): evaluated whole, FS423
+    saying so (README, the pipeline section)."""
+    from fairspec.models.sklearn_model import import_skops_io
+    from fairspec.models.sklearn_pipeline import settle
+    from fairspec.sema.check import check_file
+
+    pipe = _pipe(ColumnTransformer([("o", OrdinalEncoder(), ["g"]), ("n", StandardScaler(), ["n"]),
+                                    ("k", "passthrough", ["k"])], transformer_weights={"n": 3.0}))
+    import_skops_io().dump(pipe, str(tmp_path / "m.skops"))
+    (tmp_path / "s.fair").write_text(
+        "features F {\n  g : {" + ", ".join(CATS) + "}  protected\n  n : real in [-2, 4]\n  k : int in [0, 3]\n}\n"
+        'model m = sklearn("m.skops")\n')
+    res = check_file(tmp_path / "s.fair")
+    (why,) = settle(fold(pipe), res.spec.feature_set("F")).unfoldable
+    assert "the domain of 'n' is not a range of whole numbers" in why and "differ in the last bit" in why, why
+    sc = pipe[0].named_transformers_["n"]
+    mean, std = float(sc.mean_[0]), float(sc.scale_[0])
+    v = np.random.default_rng(0).uniform(-2, 4, 10_000)
+    assert np.mean((v - mean) / (std / 3.0) != ((v - mean) / std) * 3.0) > 0.1
