@@ -138,26 +138,24 @@ def _hist_nodes(nodes, keep, groups: dict):
     return new
 
 
-def regroup(final, keep, width: int, merged, others):
+def regroup(final, keep, width: int, merged, others, family: str):
     """A copy of tree model ``final`` (a decision tree, forest, extra trees, gradient boosting, histogram gradient
     boosting) reading fairspec's ``width`` columns, where ``final`` read column j as the sum of the columns
     ``merged[j]`` (``others[j]``: the rest of that one-hot block, or None): every split on a j of two or more columns
     rewritten as splits on its columns (module doc); None where a tree would grow past its bound or the model has
-    categorical splits."""
-    from .sklearn_widen import BOOSTED, FORESTS, HIST, TREES
-
+    categorical splits. ``family``: tree | forest | boosted | hist (sklearn_widen's lists of class names)."""
     keep = np.asarray(keep, dtype=np.int64)
     groups = {j: (tuple(m), None if others is None or others[j] is None else tuple(others[j]))
               for j, m in enumerate(merged) if len(m) > 1}
-    name = type(final).__name__
     est = copy.deepcopy(final)
     try:
-        if name in TREES + FORESTS + BOOSTED:
-            trees = [est] if name in TREES else list(est.estimators_) if name in FORESTS else list(np.ravel(est.estimators_))
+        if family in ("tree", "forest", "boosted"):
+            trees = [est] if family == "tree" else list(est.estimators_) if family == "forest" else \
+                list(np.ravel(est.estimators_))
             for t in trees:
                 t.tree_ = _sk_tree(t.tree_, keep, width, groups)
                 t.n_features_in_ = width
-        elif name in HIST:
+        elif family == "hist":
             if getattr(est, "is_categorical_", None) is not None or getattr(est, "_preprocessor", None) is not None:
                 return None
             for it in est._predictors:

@@ -173,7 +173,8 @@ def _merged(final, keep, width: int, scale, merged, others=None):
             return None
         from .sklearn_group_splits import regroup
 
-        return regroup(final, keep, width, merged, others)
+        family = "tree" if name in TREES else "forest" if name in FORESTS else "boosted" if name in BOOSTED else "hist"
+        return regroup(final, keep, width, merged, others, family)
     if name not in LINEAR + MLP:
         return None
     wide = widen(final, keep, width) if scale is None else _scaled(final, keep, width, np.asarray(scale, dtype=np.float64))
