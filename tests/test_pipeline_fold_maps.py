@@ -189,17 +189,26 @@ def test_a_weighted_one_hot_block_folds_into_a_widened_linear_model_or_mlp_bit_f
         assert net is not None
 
 
-def test_a_weighted_one_hot_block_before_a_tree_stays_whole_and_says_why():
+@pytest.mark.parametrize("drop", [None, "first"])
+def test_a_weighted_one_hot_block_before_a_tree_folds_its_thresholds_read_for_0_and_1(tmp_path, drop):
+    """A power-of-2 weight on a one-hot block before a tree (refused until session 34): each split on a 0 / w column
+    gets the threshold sending 0 and 1 where it sent 0 and w (sklearn_group_splits), bit for bit the pipeline's."""
     from sklearn.tree import DecisionTreeClassifier
+
+    from fairspec.runtime.encoding import encode
 
     fr = _fit_frame()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        pipe = Pipeline([("pre", WEIGHTED_ONEHOT()), ("clf", DecisionTreeClassifier(max_depth=3))]).fit(
-            fr, np.arange(len(fr)) % 2)
-    assert fold(pipe).unfoldable == ("OneHotEncoder 'o' (transformer_weights 0.5: its 0 / w columns are read as 0 / 1 "
-                                     "only into the final estimators fairspec can widen exactly, and "
-                                     "DecisionTreeClassifier is not one)",)
+        pipe = Pipeline([("pre", WEIGHTED_ONEHOT(drop)), ("clf", DecisionTreeClassifier(max_depth=4))]).fit(
+            fr, (fr.g.isin(["a", "d"]) ^ (fr.n > 1)).to_numpy().astype(int))
+        folded = fold(pipe)
+        assert folded.unfoldable == () and folded.scale is not None
+        enc = _encoding(tmp_path, pipe)
+        dom = _domain()
+        X = encode(enc, {"g": np.array([CATS.index(v) for v in dom.g]), "n": dom.n.to_numpy(), "k": dom.k.to_numpy()},
+                   len(dom))
+        assert np.array_equal(folded.final.predict_proba(X), pipe.predict_proba(dom))
 
 
 @pytest.mark.parametrize("backend", ["milp", "smt"])
@@ -357,9 +366,9 @@ def test_a_one_hot_encoder_grouping_infrequent_categories_folds_bit_for_bit(tmp_
             assert a == b, (name, i, r)
 
 
-def test_a_tree_splitting_on_a_group_of_infrequent_categories_folds_and_one_after_a_weight_stays_whole():
+def test_a_tree_splitting_on_a_group_of_infrequent_categories_folds_weighted_or_not():
     """A split on the group's column is rewritten as splits on its categories' columns (session 34,
-    tests/test_pipeline_group_splits.py); a tree after a weighted grouped block is still refused, saying why."""
+    tests/test_pipeline_group_splits.py), after a power-of-2 transformer weight too."""
     from sklearn.tree import DecisionTreeClassifier
 
     split = _grouped_pipe(dict(max_categories=3), DecisionTreeClassifier(random_state=0),
@@ -370,11 +379,7 @@ def test_a_tree_splitting_on_a_group_of_infrequent_categories_folds_and_one_afte
     assert fold(other).unfoldable == () and fold(other).merged is not None
     weighted = _grouped_pipe(dict(max_categories=3), DecisionTreeClassifier(random_state=0), weight={"o": 0.5},
                              y=lambda fr: fr.g.isin(["b", "c", "e"]).to_numpy().astype(int))
-    assert fold(weighted).unfoldable == (
-        "OneHotEncoder 'o' (it groups infrequent categories, c, e, b, into one column: fairspec reads that column as "
-        "the sum of their one-hot columns, into a linear model or an MLP (their weights on it copied to each, times a "
-        "power of 2 exactly), or a tree unweighted (its splits on it rewritten as splits on their columns), and the "
-        "DecisionTreeClassifier reads it after a transformer weight)",)
+    assert fold(weighted).unfoldable == () and fold(weighted).scale is not None
 
 
 @pytest.mark.parametrize("backend", ["enumeration", "milp", "smt"])

@@ -53,14 +53,15 @@ def _layout(folded, dom):
     return X
 
 
+@pytest.mark.parametrize("weight", [None, {"o": 0.5}, {"o": 4.0}])
 @pytest.mark.parametrize("grouping", sorted(GROUPINGS))
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))
-def test_a_tree_splitting_on_a_grouped_column_folds_bit_for_bit(tmp_path, name, grouping):
+def test_a_tree_splitting_on_a_grouped_column_folds_bit_for_bit(tmp_path, name, grouping, weight):
     from fairspec.models.sklearn_model import SklearnModel
     from fairspec.runtime.encoding import encode
     from fairspec.sema.check import check_file
 
-    pipe = _grouped_pipe(GROUPINGS[grouping], ESTIMATORS[name](), y=_y)
+    pipe = _grouped_pipe(GROUPINGS[grouping], ESTIMATORS[name](), y=_y, weight=weight)
     folded = fold(pipe)
     many = {j for j, m in enumerate(folded.merged) if len(m) > 1}
     assert _split_features(pipe[-1]) & many                 # the case refused before
@@ -154,7 +155,7 @@ def test_a_grouped_tree_pipeline_is_decided_as_its_own_predict_with_a_replaying_
     ys = [lambda fr: (fr.n.to_numpy() >= 1).astype(int), _y,
           lambda fr: fr.g.isin(["b", "c", "e"]).to_numpy().astype(int)]
     for seed, y in enumerate(ys):
-        pipe = _grouped_pipe(dict(max_categories=3), ESTIMATORS[name](), y=y)
+        pipe = _grouped_pipe(dict(max_categories=3), ESTIMATORS[name](), y=y, weight={"o": 0.5} if seed == 1 else None)
         assert fold(pipe).unfoldable == ()
         _encoding(tmp_path, pipe)
         if backend != "enumeration":

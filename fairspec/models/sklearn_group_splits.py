@@ -1,4 +1,5 @@
-"""A tree model's splits on a grouped one-hot column rewritten as splits on its categories' columns.
+"""A tree model's splits on a grouped one-hot column rewritten as splits on its categories' columns (and on a
+one-hot column a power-of-2 transformer weight scales, its threshold read for 0 / 1).
 
 A ``OneHotEncoder`` grouping infrequent categories (``min_frequency`` / ``max_categories``) writes one column
 for the group: 1 when the category is one of the group's, else 0. fairspec lays out one column per category
@@ -34,8 +35,12 @@ class _TooBig(Exception):
     pass
 
 
-def _rewire(left, right, feature, threshold, keep, groups: dict, limit: int) -> list[list]:
-    """Nodes in preorder as ``[source node, feature, threshold, left, right]`` (a leaf: feature None)."""
+def _rewire(left, right, feature, threshold, keep, groups: dict, limit: int, ones: dict | None = None) -> list[list]:
+    """Nodes in preorder as ``[source node, feature, threshold, left, right]`` (a leaf: feature None). ``ones``:
+    for an estimator column of a one-hot block a transformer weight w scales (0 / w as it reads it), the number its
+    split compares for a 1 (w, or float32(w) for a library that casts); the split's threshold becomes -0.5, 0.5 or
+    1.5, the one sending 0 and 1 where t sends 0 and that number."""
+    ones = ones or {}
     left, right = np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64)
     n = len(left)
     size = np.ones(n, dtype=np.int64)            # nodes of each subtree (children have larger ids in every
@@ -52,6 +57,8 @@ def _rewire(left, right, feature, threshold, keep, groups: dict, limit: int) -> 
             out.append([v, None, None, -1, -1])
             return len(out) - 1
         f, t = int(feature[v]), float(threshold[v])
+        if f in ones:                            # 0 / w read as fairspec's 0 / 1 (w > 0)
+            t = 1.5 if ones[f] <= t else 0.5 if 0.0 <= t else -0.5
         if f not in groups:
             i = len(out)
             out.append([v, int(keep[f]), t, -1, -1])
@@ -102,14 +109,14 @@ def _depths(out) -> np.ndarray:
     return d
 
 
-def _sk_tree(tree, keep, width: int, groups: dict):
+def _sk_tree(tree, keep, width: int, groups: dict, ones: dict):
     """A sklearn ``Tree`` reading the widened input, its group splits rewritten (:func:`_rewire`)."""
     from sklearn.tree._tree import Tree
 
     state = tree.__getstate__()
     nodes, values = state["nodes"], state["values"]
     out = _rewire(nodes["left_child"], nodes["right_child"], nodes["feature"], nodes["threshold"], keep, groups,
-                  GROWTH * len(nodes) + SLACK)
+                  GROWTH * len(nodes) + SLACK, ones)
     src = np.asarray([o[0] for o in out], dtype=np.int64)
     new = nodes[src].copy()
     for i, (_, f, t, lft, rgt) in enumerate(out):
@@ -122,11 +129,11 @@ def _sk_tree(tree, keep, width: int, groups: dict):
     return tree2
 
 
-def _hist_nodes(nodes, keep, groups: dict):
+def _hist_nodes(nodes, keep, groups: dict, ones: dict):
     """A HistGradientBoosting predictor's nodes reading the widened input, its group splits rewritten."""
     leaf = nodes["is_leaf"].astype(bool)
     out = _rewire(np.where(leaf, -1, nodes["left"].astype(np.int64)), np.where(leaf, -1, nodes["right"].astype(np.int64)),
-                  nodes["feature_idx"], nodes["num_threshold"], keep, groups, GROWTH * len(nodes) + SLACK)
+                  nodes["feature_idx"], nodes["num_threshold"], keep, groups, GROWTH * len(nodes) + SLACK, ones)
     src = np.asarray([o[0] for o in out], dtype=np.int64)
     new = nodes[src].copy()
     depth = _depths(out)
@@ -138,13 +145,22 @@ def _hist_nodes(nodes, keep, groups: dict):
     return new
 
 
-def regroup(final, keep, width: int, merged, others, family: str):
+def regroup(final, keep, width: int, merged, others, family: str, scale=None):
     """A copy of tree model ``final`` (a decision tree, forest, extra trees, gradient boosting, histogram gradient
     boosting) reading fairspec's ``width`` columns, where ``final`` read column j as the sum of the columns
     ``merged[j]`` (``others[j]``: the rest of that one-hot block, or None): every split on a j of two or more columns
     rewritten as splits on its columns (module doc); None where a tree would grow past its bound or the model has
-    categorical splits. ``family``: tree | forest | boosted | hist (sklearn_widen's lists of class names)."""
+    categorical splits. ``family``: tree | forest | boosted | hist (sklearn_widen's lists of class names).
+    ``scale`` (a one-hot block a power-of-2 transformer weight w scales: ``final`` read 0 / w where fairspec's
+    column is 0 / 1): each split on such a column gets the threshold sending 0 and 1 where it sent 0 and w (as the
+    library compares w: float32 for the trees that cast, float64 for histogram gradient boosting)."""
     keep = np.asarray(keep, dtype=np.int64)
+    ones = {}
+    for j, w in enumerate(scale if scale is not None else ()):
+        if float(w) != 1.0:
+            if not float(w) > 0.0:
+                return None
+            ones[j] = float(w) if family == "hist" else float(np.float32(w))
     groups = {j: (tuple(m), None if others is None or others[j] is None else tuple(others[j]))
               for j, m in enumerate(merged) if len(m) > 1}
     est = copy.deepcopy(final)
@@ -153,7 +169,7 @@ def regroup(final, keep, width: int, merged, others, family: str):
             trees = [est] if family == "tree" else list(est.estimators_) if family == "forest" else \
                 list(np.ravel(est.estimators_))
             for t in trees:
-                t.tree_ = _sk_tree(t.tree_, keep, width, groups)
+                t.tree_ = _sk_tree(t.tree_, keep, width, groups, ones)
                 t.n_features_in_ = width
         elif family == "hist":
             if getattr(est, "is_categorical_", None) is not None or getattr(est, "_preprocessor", None) is not None:
@@ -162,7 +178,7 @@ def regroup(final, keep, width: int, merged, others, family: str):
                 for p in it:
                     if np.any(p.nodes["is_categorical"][~p.nodes["is_leaf"].astype(bool)]):
                         return None
-                    p.nodes = _hist_nodes(p.nodes, keep, groups)
+                    p.nodes = _hist_nodes(p.nodes, keep, groups, ones)
             bm = est._bin_mapper
             if getattr(bm, "is_categorical_", None) is not None:
                 if np.any(bm.is_categorical_):

@@ -669,14 +669,13 @@ def _full_blocks(columns, final, inputs, dropped) -> Folded:
             grouped = "; ".join(", ".join(c.categories[i] for i in g) for g in c.groups if len(g) > 1)
             from .sklearn_group_splits import GROWTH
 
-            tail = (f"and the {fname} reads it after a transformer weight" if weighted else
-                    f"and rewriting the splits of {fname} on it grows a tree past {GROWTH} times its nodes, or "
+            tail = (f"and rewriting the splits of {fname} on it grows a tree past {GROWTH} times its nodes, or "
                     f"it has categorical splits") if _is_tree(final) else f"and {fname} is not one"
             return Folded(tuple(columns), sum(c.width for c in columns), final, inputs,
                           (f"OneHotEncoder '{c.transformer}' (it groups infrequent categories, {grouped}, into one "
                            f"column: fairspec reads that column as the sum of their one-hot columns, into a linear "
                            f"model or an MLP (their weights on it copied to each"
-                           f"{', times a power of 2 exactly' if weighted else ''}), or a tree unweighted (its "
+                           f"{', times a power of 2 exactly' if weighted else ''}), or a tree (its "
                            f"splits on it rewritten as splits on their columns), {tail})",),
                           tuple(dropped))
         c = next(c for c in columns if c.drop is not None or c.weight is not None or c.groups is not None)
