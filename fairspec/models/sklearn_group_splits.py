@@ -101,6 +101,17 @@ def _preorder(left, right) -> list[int]:
     return out
 
 
+def _arrays(out):
+    """:func:`_rewire`'s nodes as arrays: source node, inner (a split), feature, threshold, left, right."""
+    src = np.fromiter((o[0] for o in out), dtype=np.int64, count=len(out))
+    inner = np.fromiter((o[1] is not None for o in out), dtype=bool, count=len(out))
+    f = np.fromiter((-2 if o[1] is None else o[1] for o in out), dtype=np.int64, count=len(out))
+    t = np.fromiter((-2.0 if o[2] is None else o[2] for o in out), dtype=np.float64, count=len(out))
+    lft = np.fromiter((o[3] for o in out), dtype=np.int64, count=len(out))
+    rgt = np.fromiter((o[4] for o in out), dtype=np.int64, count=len(out))
+    return src, inner, f, t, lft, rgt
+
+
 def _depths(out) -> np.ndarray:
     d = np.zeros(len(out), dtype=np.int64)
     for i, (_, _, _, lft, rgt) in enumerate(out):
@@ -117,12 +128,10 @@ def _sk_tree(tree, keep, width: int, groups: dict, ones: dict):
     nodes, values = state["nodes"], state["values"]
     out = _rewire(nodes["left_child"], nodes["right_child"], nodes["feature"], nodes["threshold"], keep, groups,
                   GROWTH * len(nodes) + SLACK, ones)
-    src = np.asarray([o[0] for o in out], dtype=np.int64)
+    src, inner, f, t, lft, rgt = _arrays(out)
     new = nodes[src].copy()
-    for i, (_, f, t, lft, rgt) in enumerate(out):
-        if f is not None:
-            new[i]["feature"], new[i]["threshold"] = f, t
-        new[i]["left_child"], new[i]["right_child"] = lft, rgt
+    new["feature"][inner], new["threshold"][inner] = f[inner], t[inner]
+    new["left_child"], new["right_child"] = lft, rgt
     tree2 = Tree(width, np.asarray(tree.n_classes, dtype=np.intp), tree.n_outputs)
     tree2.__setstate__({**state, "nodes": new, "values": np.ascontiguousarray(values[src]),
                         "node_count": len(out), "max_depth": int(_depths(out).max())})
@@ -134,14 +143,11 @@ def _hist_nodes(nodes, keep, groups: dict, ones: dict):
     leaf = nodes["is_leaf"].astype(bool)
     out = _rewire(np.where(leaf, -1, nodes["left"].astype(np.int64)), np.where(leaf, -1, nodes["right"].astype(np.int64)),
                   nodes["feature_idx"], nodes["num_threshold"], keep, groups, GROWTH * len(nodes) + SLACK, ones)
-    src = np.asarray([o[0] for o in out], dtype=np.int64)
+    src, inner, f, t, lft, rgt = _arrays(out)
     new = nodes[src].copy()
-    depth = _depths(out)
-    for i, (_, f, t, lft, rgt) in enumerate(out):
-        if f is not None:
-            new[i]["feature_idx"], new[i]["num_threshold"] = f, t
-            new[i]["left"], new[i]["right"] = lft, rgt
-        new[i]["depth"] = depth[i]
+    new["feature_idx"][inner], new["num_threshold"][inner] = f[inner], t[inner]
+    new["left"][inner], new["right"][inner] = lft[inner], rgt[inner]
+    new["depth"] = _depths(out)
     return new
 
 
