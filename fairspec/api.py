@@ -620,6 +620,8 @@ def _write_data(obj, decl: _DataDecl, stem: Path, name: str) -> Path:
     if decl.columns is not None:
         frame = _declared_order(frame, decl.columns, name)
     marker = None
+    if decl.fmt != "parquet":
+        frame = _widened(frame)
     if decl.fmt != "parquet" and not decl.missing:
         frame, marker = _mark_nulls(frame)
     try:
@@ -668,6 +670,26 @@ def _pandas_frame(obj, name: str):
                             f"MultiIndex), which no CSV header or Parquet column name holds; flatten them first "
                             f"(frame.columns = ['_'.join(map(str, c)) for c in frame.columns])")
     return obj
+
+
+def _widened(frame):
+    """``frame`` with its float16 / float32 columns as float64 (exact), so that CSV holds each cell's own number:
+    pandas writes a float32 cell as its shortest float32 decimal (0.1f as "0.1"), which reads back as another
+    float64 (0.1, not 0.10000000149011612, the number the frame holds and the model's own predict reads)."""
+    import numpy as np
+    import pandas as pd
+
+    def narrow(dt) -> bool:
+        return pd.api.types.is_float_dtype(dt) and np.dtype(getattr(dt, "numpy_dtype", dt)).itemsize < 8
+
+    cols = [i for i in range(frame.shape[1]) if narrow(frame.iloc[:, i].dtype)]
+    if not cols:
+        return frame
+    out = frame.copy()
+    for i in cols:
+        nullable = hasattr(out.iloc[:, i].dtype, "numpy_dtype")
+        out.isetitem(i, out.iloc[:, i].astype("Float64" if nullable else np.float64))
+    return out
 
 
 def _mark_nulls(frame):

@@ -189,17 +189,26 @@ def test_a_weighted_one_hot_block_folds_into_a_widened_linear_model_or_mlp_bit_f
         assert net is not None
 
 
-def test_a_weighted_one_hot_block_before_a_tree_stays_whole_and_says_why():
+@pytest.mark.parametrize("drop", [None, "first"])
+def test_a_weighted_one_hot_block_before_a_tree_folds_its_thresholds_read_for_0_and_1(tmp_path, drop):
+    """A power-of-2 weight on a one-hot block before a tree (refused until session 34): each split on a 0 / w column
+    gets the threshold sending 0 and 1 where it sent 0 and w (sklearn_group_splits), bit for bit the pipeline's."""
     from sklearn.tree import DecisionTreeClassifier
+
+    from fairspec.runtime.encoding import encode
 
     fr = _fit_frame()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        pipe = Pipeline([("pre", WEIGHTED_ONEHOT()), ("clf", DecisionTreeClassifier(max_depth=3))]).fit(
-            fr, np.arange(len(fr)) % 2)
-    assert fold(pipe).unfoldable == ("OneHotEncoder 'o' (transformer_weights 0.5: its 0 / w columns are read as 0 / 1 "
-                                     "only into the final estimators fairspec can widen exactly, and "
-                                     "DecisionTreeClassifier is not one)",)
+        pipe = Pipeline([("pre", WEIGHTED_ONEHOT(drop)), ("clf", DecisionTreeClassifier(max_depth=4))]).fit(
+            fr, (fr.g.isin(["a", "d"]) ^ (fr.n > 1)).to_numpy().astype(int))
+        folded = fold(pipe)
+        assert folded.unfoldable == () and folded.scale is not None
+        enc = _encoding(tmp_path, pipe)
+        dom = _domain()
+        X = encode(enc, {"g": np.array([CATS.index(v) for v in dom.g]), "n": dom.n.to_numpy(), "k": dom.k.to_numpy()},
+                   len(dom))
+        assert np.array_equal(folded.final.predict_proba(X), pipe.predict_proba(dom))
 
 
 @pytest.mark.parametrize("backend", ["milp", "smt"])
@@ -357,18 +366,20 @@ def test_a_one_hot_encoder_grouping_infrequent_categories_folds_bit_for_bit(tmp_
             assert a == b, (name, i, r)
 
 
-def test_a_tree_splitting_on_a_group_of_infrequent_categories_stays_whole_and_one_that_does_not_folds():
+def test_a_tree_splitting_on_a_group_of_infrequent_categories_folds_weighted_or_not():
+    """A split on the group's column is rewritten as splits on its categories' columns (session 34,
+    tests/test_pipeline_group_splits.py), after a power-of-2 transformer weight too."""
     from sklearn.tree import DecisionTreeClassifier
 
     split = _grouped_pipe(dict(max_categories=3), DecisionTreeClassifier(random_state=0),
                           y=lambda fr: fr.g.isin(["b", "c", "e"]).to_numpy().astype(int))
-    assert fold(split).unfoldable == (
-        "OneHotEncoder 'o' (it groups infrequent categories, c, e, b, into one column: fairspec reads that column as "
-        "the sum of their one-hot columns, into a linear model or an MLP (their weights on it copied to each), or a "
-        "tree none of whose splits reads it, and a split of DecisionTreeClassifier reads it)",)
+    assert fold(split).unfoldable == () and fold(split).merged is not None
     other = _grouped_pipe(dict(max_categories=3), DecisionTreeClassifier(random_state=0),
                           y=lambda fr: (fr.n.to_numpy() >= 1).astype(int))
     assert fold(other).unfoldable == () and fold(other).merged is not None
+    weighted = _grouped_pipe(dict(max_categories=3), DecisionTreeClassifier(random_state=0), weight={"o": 0.5},
+                             y=lambda fr: fr.g.isin(["b", "c", "e"]).to_numpy().astype(int))
+    assert fold(weighted).unfoldable == () and fold(weighted).scale is not None
 
 
 @pytest.mark.parametrize("backend", ["enumeration", "milp", "smt"])
@@ -522,3 +533,26 @@ def test_a_scaler_times_a_weight_not_a_power_of_2_folds_only_where_every_int_dom
         row = int(np.flatnonzero(dom[col].to_numpy() == int(at))[0])
         j = 1 if col == "n" else 2
         assert theirs[row, j] == float(prod) != float(mapped) == _column_value(alt[col], float(at))
+
+
+def test_a_scaler_times_a_weight_not_a_power_of_2_on_a_real_domain_stays_whole_saying_why(tmp_path):
+    """A real domain cannot be checked value by value, and the pipeline's product ((v - mean) / std) * w differs in
+    the last bit from one affine map (v - mean) / (std / w) on many reals (measured here): evaluated whole, FS423
+    saying so (README, the pipeline section)."""
+    from fairspec.models.sklearn_model import import_skops_io
+    from fairspec.models.sklearn_pipeline import settle
+    from fairspec.sema.check import check_file
+
+    pipe = _pipe(ColumnTransformer([("o", OrdinalEncoder(), ["g"]), ("n", StandardScaler(), ["n"]),
+                                    ("k", "passthrough", ["k"])], transformer_weights={"n": 3.0}))
+    import_skops_io().dump(pipe, str(tmp_path / "m.skops"))
+    (tmp_path / "s.fair").write_text(
+        "features F {\n  g : {" + ", ".join(CATS) + "}  protected\n  n : real in [-2, 4]\n  k : int in [0, 3]\n}\n"
+        'model m = sklearn("m.skops")\n')
+    res = check_file(tmp_path / "s.fair")
+    (why,) = settle(fold(pipe), res.spec.feature_set("F")).unfoldable
+    assert "the domain of 'n' is not a range of whole numbers" in why and "differ in the last bit" in why, why
+    sc = pipe[0].named_transformers_["n"]
+    mean, std = float(sc.mean_[0]), float(sc.scale_[0])
+    v = np.random.default_rng(0).uniform(-2, 4, 10_000)
+    assert np.mean((v - mean) / (std / 3.0) != ((v - mean) / std) * 3.0) > 0.1

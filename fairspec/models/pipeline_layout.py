@@ -11,6 +11,12 @@ behind a sparse one-hot block an MLP on 9 (session 33). :func:`probe` reads the 
 own transform of a few rows of the frame fairspec replays witnesses on (``sklearn_pipeline.unfold``);
 :func:`laid_out` gives fairspec's rows that layout. certify's runtime error bounds hold for every
 summation order; enumerations and replays compare exact floats, and need this.
+
+The layout is the pipeline's, not the frame's: the ColumnTransformer copies the columns it selects and its
+``sparse_output_`` is fixed at fit, so frames of int32 / int64, category, string, object or nullable Int64
+columns, or built from C- or F-ordered arrays, get the probed layout and the same floats
+(tests/test_pipeline_frame_dtypes.py, session 34). Data rows reach it as float64 numbers (runtime.frame; the
+Python API writes a float32 column widened, exactly).
 """
 
 from __future__ import annotations

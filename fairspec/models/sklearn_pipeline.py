@@ -616,7 +616,11 @@ def _reweighted_differs(c: FoldedColumn, fs) -> str | None:
     f = next((f for f in fs.features if f.column == c.column), None) or fs.get(c.column)
     dom = getattr(f, "domain", None)
     if getattr(dom, "kind", None) != "int":
-        return f"the domain of '{c.column}' is not a range of whole numbers, whose every value the fold is checked on"
+        # a real domain: the product and the one affine map differ in the last bit on about a third of the reals
+        # (README, the pipeline section), which the runtime's encoding, the tree engines' boundaries and the data's
+        # scores would then read otherwise than the pipeline
+        return (f"the domain of '{c.column}' is not a range of whole numbers, whose every value the fold is checked "
+                f"on (on reals the product and one affine map differ in the last bit about a third of the time)")
     lo, hi = int(dom.lo), int(dom.hi)
     if hi - lo + 1 > MAX_REWEIGHTED:
         return f"the domain of '{c.column}' has more than {MAX_REWEIGHTED:,} values to check the fold on one by one"
@@ -641,32 +645,38 @@ def _full_blocks(columns, final, inputs, dropped) -> Folded:
 
     from .sklearn_widen import widen
 
-    laid, members, scale, at = [], [], [], 0
+    laid, members, others, scale, at = [], [], [], [], 0
     for c in columns:
         if c.groups is not None:        # one column per category; the estimator's column j the sum of groups[j]
             full = len(c.categories)
             members.extend(tuple(at + i for i in g) for g in c.groups)
+            others.extend(tuple(at + i for i in range(full) if i not in g) for g in c.groups)
         else:
             full = c.width + (c.drop is not None)
             members.extend((at + i,) for i in range(full) if i != c.drop)
+            others.extend(None for i in range(full) if i != c.drop)
         laid.append(replace(c, offset=at, width=full))
         scale.extend([c.weight if c.weight is not None else 1.0] * c.width)
         at += full
     keep = [m[0] for m in members]
     merged = tuple(members) if any(len(m) > 1 for m in members) else None
     weighted = any(v != 1.0 for v in scale)
-    wide = widen(final, keep, at, scale if weighted else None, merged)
+    wide = widen(final, keep, at, scale if weighted else None, merged, others if merged is not None else None)
     if wide is None:
         fname = type(final).__name__
         if merged is not None:
             c = next(c for c in columns if c.groups is not None and any(len(g) > 1 for g in c.groups))
             grouped = "; ".join(", ".join(c.categories[i] for i in g) for g in c.groups if len(g) > 1)
-            tail = f"and a split of {fname} reads it" if _is_tree(final) else f"and {fname} is not one"
+            from .sklearn_group_splits import GROWTH
+
+            tail = (f"and rewriting the splits of {fname} on it grows a tree past {GROWTH} times its nodes, or "
+                    f"it has categorical splits") if _is_tree(final) else f"and {fname} is not one"
             return Folded(tuple(columns), sum(c.width for c in columns), final, inputs,
                           (f"OneHotEncoder '{c.transformer}' (it groups infrequent categories, {grouped}, into one "
                            f"column: fairspec reads that column as the sum of their one-hot columns, into a linear "
-                           f"model or an MLP (their weights on it copied to each), or a tree none of whose splits "
-                           f"reads it{' (weights times a power of 2 exactly)' if weighted else ''}, {tail})",),
+                           f"model or an MLP (their weights on it copied to each"
+                           f"{', times a power of 2 exactly' if weighted else ''}), or a tree (its "
+                           f"splits on it rewritten as splits on their columns), {tail})",),
                           tuple(dropped))
         c = next(c for c in columns if c.drop is not None or c.weight is not None or c.groups is not None)
         why = ("drop=...: its dropped category's column is read back" if c.drop is not None else

@@ -12,7 +12,8 @@ pipeline's ``predict``, is what ``SklearnModel`` evaluates, on ``X[:, keep]``). 
 infrequent categories writes one column for the group: the estimator reads it as the sum of the group's
 columns (``merged``), a linear model's / MLP's weights on it copied to each member (on a one-hot point one
 product w * 1, the others 0: exactly the same sum of products, and certify's rounding bound, for every
-summation order, only widens with more terms), a tree only when none of its splits reads a group. Any other
+summation order, only widens with more terms), a tree's splits on a group rewritten as splits on its members'
+columns (sklearn_group_splits). Any other
 estimator: None (the pipeline is then evaluated whole, as before).
 """
 
@@ -50,19 +51,21 @@ def _decision_tree(est, keep, width):
     return est
 
 
-def widen(final, keep, width: int, scale=None, merged=None):
+def widen(final, keep, width: int, scale=None, merged=None, others=None):
     """A copy of ``final`` reading ``width`` inputs, column ``keep[j]`` where ``final`` read column
     j; None for an estimator this cannot widen exactly. ``scale`` (a transformer weight on a one-hot block,
     a power of 2): ``final`` read ``scale[j]`` times column ``keep[j]`` (0 / w for 0 / 1); only a linear
     model or an MLP, its weights times ``scale[j]`` -- each product ``x * coef`` then the same float, FMA or
-    not, as long as no weight times a power of 2 loses a bit (checked) --; a tree: None. ``merged`` (a one-hot
+    not, as long as no weight times a power of 2 loses a bit (checked) --; a tree model, each split on such a
+    column sending 0 and 1 where it sent 0 and w (sklearn_group_splits). ``merged`` (a one-hot
     block grouping infrequent categories): ``final`` read column j as the sum of the columns ``merged[j]``
     (one-hot: 0 or one 1 among them); a linear model or an MLP gets its weights on j copied to each of them
     (on a one-hot point the same products, one of them w * 1, the others w * 0 = 0); a tree only when no
-    split reads a j of two or more columns (else None)."""
+    split reads a j of two or more columns, or with those splits rewritten as splits on the columns ``merged[j]``
+    (``others[j]``: the rest of j's one-hot block; sklearn_group_splits), else None."""
     keep = np.asarray(keep, dtype=np.int64)
     if merged is not None:
-        return _merged(final, keep, width, scale, merged)
+        return _merged(final, keep, width, scale, merged, others)
     if scale is not None:
         return _scaled(final, keep, width, np.asarray(scale, dtype=np.float64))
     name = type(final).__name__
@@ -118,6 +121,8 @@ def widen(final, keep, width: int, scale=None, merged=None):
 def _scaled(final, keep, width: int, scale: np.ndarray):
     """:func:`widen` with each kept column's weights times ``scale`` (linear models and MLPs only)."""
     name = type(final).__name__
+    if name in TREES + FORESTS + BOOSTED + HIST:
+        return _tree_regrouped(final, keep, width, None, None, scale)
     if name not in LINEAR + MLP:
         return None
     wide = widen(final, keep, width)
@@ -157,14 +162,28 @@ def _split_features(est) -> set:
     return out
 
 
-def _merged(final, keep, width: int, scale, merged):
+def _tree_regrouped(final, keep, width: int, merged, others, scale):
+    """A tree model reading grouped one-hot columns as sums, or weighted one-hot columns as 0 / w (power-of-2 w):
+    its splits rewritten on fairspec's 0 / 1 columns (sklearn_group_splits.regroup)."""
+    name = type(final).__name__
+    n = getattr(final, "n_features_in_", None)
+    if n is None or int(n) != keep.size or getattr(final, "feature_names_in_", None) is not None:
+        return None
+    from .sklearn_group_splits import regroup
+
+    family = "tree" if name in TREES else "forest" if name in FORESTS else "boosted" if name in BOOSTED else "hist"
+    return regroup(final, keep, width, merged if merged is not None else tuple((int(k),) for k in keep), others,
+                   family, scale)
+
+
+def _merged(final, keep, width: int, scale, merged, others=None):
     """:func:`widen` of an estimator reading some columns as sums of fairspec's (``merged``)."""
     name = type(final).__name__
     many = {j for j, m in enumerate(merged) if len(m) > 1}
     if name in TREES + FORESTS + BOOSTED + HIST:
-        if scale is not None or _split_features(final) & many:
-            return None
-        return widen(final, keep, width)
+        if scale is None and not _split_features(final) & many:
+            return widen(final, keep, width)
+        return _tree_regrouped(final, keep, width, merged, others, scale)
     if name not in LINEAR + MLP:
         return None
     wide = widen(final, keep, width) if scale is None else _scaled(final, keep, width, np.asarray(scale, dtype=np.float64))

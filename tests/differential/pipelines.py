@@ -193,16 +193,34 @@ def _booster_final(rng, kind: str, Xt: np.ndarray, info: dict, side=None):
     return est
 
 
-def _whole(pipe) -> bool:
+def _whole(pipe, fs=None) -> bool:
     """Whether fairspec evaluates the fitted pipeline whole (FS423): an imputer of a value of a number or one
     mapping a category onto another before a OneHotEncoder, a OneHotEncoder grouping infrequent categories, a
     transformer weight on a one-hot block or, other than a power of 2, on a scaler (session 32 folds the other
     weights, and an encoder whose one infrequent category gets a code of its own). The folded encoding's columns
     are checked against the pipeline's own transform (tests/test_pipeline_fold_maps.py); here the decision only
-    says in which terms a witness's encoding is (the truth is the pipeline's own predict either way)."""
-    from fairspec.models.sklearn_pipeline import fold
+    says in which terms a witness's encoding is (the truth is the pipeline's own predict either way). With the
+    instance's features ``fs``, settled against their domains as fairspec does (sklearn_pipeline.settle: a scaler
+    times a weight other than a power of 2 folds where every int domain value rounds alike, an imputer of a number
+    no domain value holds; judged whole before session 34, so such a witness's folded encoding was "no domain
+    point")."""
+    from fairspec.models.sklearn_pipeline import fold, settle
 
-    return bool(fold(pipe).unfoldable)
+    folded = fold(pipe)
+    if fs is not None and folded.clipped is not None:
+        folded = settle(folded, _feature_set(fs))
+    return bool(folded.unfoldable)
+
+
+def _feature_set(fs):
+    """The instance's features as the ir.FeatureSet a spec declaring them gives (each read from its own column)."""
+    from fairspec import ir
+
+    def domain(f):
+        return (ir.IntRange(f.lo, f.hi) if f.kind == "int" else ir.Boolean() if f.kind == "bool" else
+                ir.Categorical(tuple(f.cats)))
+
+    return ir.FeatureSet("F", tuple(ir.Feature(f.name, domain(f), f.protected, f.name) for f in fs), "d")
 
 
 def _unit_blocks(pre, Xt: np.ndarray, frame=None) -> np.ndarray:
@@ -283,7 +301,7 @@ def _build(rng, shape: str, fs: list[Feature], P: np.ndarray, fit_frame, side=No
     else:
         est, logit = api._final(rng, final, Xt)
     pipe = Pipeline([("pre", pre), ("clf", est)])
-    whole = _whole(pipe)
+    whole = _whole(pipe, fs)
     info["whole"] = whole
     X = P.astype(np.float64) if whole else _unit_blocks(pre, Xt, frame)
     refusals = []
@@ -298,7 +316,7 @@ def _build(rng, shape: str, fs: list[Feature], P: np.ndarray, fit_frame, side=No
         bad_Xt = np.asarray(_quiet(bad_pre.transform, frame), dtype=np.float64)
         yb = np.arange(bad_Xt.shape[0]) % 2
         bad = Pipeline([("pre", bad_pre), ("clf", _quiet(LogisticRegression().fit, bad_Xt, yb))])
-        if not _whole(bad):     # evaluated whole: FS437, a warning (session 29), the verdicts as ever
+        if not _whole(bad, fs):     # evaluated whole: FS437, a warning (session 29), the verdicts as ever
             refusals.append(('sklearn("m.skops")', bad, Expect("FS422", "lint"), "label"))
     if shape == "extra-cats" and rng.random() < 0.5:
         # an encoder fitted without a declared category (it raises on it): FS422 at lint, folded or whole
