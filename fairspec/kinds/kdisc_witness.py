@@ -48,12 +48,20 @@ def replayed_violation(prop, model, X, bad, K: int, logit: bool, claim: str, enc
             details.setdefault("runtime_rounding", {})["witness"] = WITNESS_NOTE
         kr = int(again.k_lo[0])
         probs = replayed if not logit else 1.0 / (1.0 + np.exp(-replayed))
+        shown = getattr(replay, "nearest", None)        # a logit network's real softmax, exactly rounded
+        if logit or shown is not None:                  # (the float64 logistic / softmax may lie an ulp off)
+            from fairspec.certify.softmax_exact import nearest
+
+            exact = shown(U) if shown is not None else np.array([np.nan if (e := nearest([z], 1)) is None else e
+                                                                 for z in replayed])
+            probs = np.where(np.isnan(exact), probs, exact)
         lo_i, hi_i = int(np.argmin(probs)), int(np.argmax(probs))
         details["counterfactuals"] = [{"features": {f: decode_row(enc, fs, u)[f] for f in prop.over},
                                        ("class" if classes else "prob"): (int(p) if classes else float(p))}
                                       for u, p in zip(U, probs)]
         w = Witness(tuple(map(float, U[lo_i])), tuple(map(float, U[hi_i])), decode_row(enc, fs, U[lo_i]),
-                    decode_row(enc, fs, U[hi_i]), (float(replayed[lo_i]), float(replayed[hi_i])),
+                    decode_row(enc, fs, U[hi_i]), tuple(float((probs if shown is not None else replayed)[i])
+                                                        for i in (lo_i, hi_i)),
                     replayed_by=replayed_by)
         return Verdict(prop.name, prop.kind, "violated", value=float(kr), witness=w, backend="search",
                        seconds=time.perf_counter() - t0, details=details,

@@ -568,7 +568,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     checks = pair_checks("prob" if P is not None else kind, (s if P is None else P)[a], (s if P is None else P)[b],
                          eps=prop.eps, decision_threshold=0.5 if score_kind == "label" else model.threshold,
                          eps_strict=prop.eps_strict, rounded=library_logistic(prop, model))
-    from fairspec.kinds.pair_runtime import class_prob_check, interval_maximum
+    from fairspec.kinds.pair_runtime import class_prob_check, interval_maximum, softmax_maximum
 
     rc = class_prob_check(prop, model, X, a, b, N)      # prob(m(x), c) of logits: the real softmax's bounds
     checks = checks if rc is None else [rc]
@@ -636,9 +636,10 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
             # rounding is monotone: the float maximum is within one rounding of the exact one (and is
             # it when every pair at the float maximum was subtracted exactly: _exact_at_max)
             lo, hi = value, math.nextafter(value + 2 * spread, math.inf)
-            if rc is not None:          # the real softmax: its bounds, the runtime's rounding on top
-                lo, hi = interval_maximum(rc)
+            if rc is not None:          # the real softmax: its bounds, the runtime's rounding on top; the
+                _, hi = interval_maximum(rc)    # value: the exact maximum rounded down (not the float64 softmax's)
                 hi = math.nextafter(hi + 2 * spread, math.inf) if spread else hi
+                value = lo = softmax_maximum(prop, model, X, a, b, N, rc)
             elif _exact_at_max(s[a], s[b], m, value):
                 hi = value if spread == 0 else hi
             else:
@@ -711,6 +712,13 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     w = Witness(tuple(map(float, xa)), tuple(map(float, xb)), decode_row(enc, fs, xa, {k: v[ia] for k, v in values.items()}),
                 decode_row(enc, fs, xb, {k: v[ib] for k, v in values.items()}),
                 replayed[1] if replayed is not None else (float(s[a[j]]), float(s[b[j]])), replayed_by=runtime)
+    if rc is not None:      # the real softmax: each probability exactly rounded, from the pair's logits
+        from dataclasses import replace
+
+        from fairspec.kinds.pair_runtime import softmax_class_values
+
+        jc = prop.cls if isinstance(prop.cls, int) else int(a[j] // N)
+        w = replace(w, outputs=softmax_class_values(prop, model, X[[a[j] % N, b[j] % N]], jc, w.outputs))
     violating = count_pairs(a[idx] % N, b[idx] % N) if pre is None else pre.ordered_pairs(a[idx] % N, b[idx] % N, False)
     details["violating_pairs"] = violating
     if value is not None and post != "class" and (post != "label" or score_kind == "logit"):
@@ -724,6 +732,10 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         if P is not None:           # predict_proba's own difference, in the batch the witness's scores come from
             Pw = P[[a[j], b[j]]] if replayed is None else library_probability(prop, model, X[[a[j] % N, b[j] % N]])
             near, wv = float(Pw[0] - Pw[1]), pair_measure("prob", "prob", Pw[0], Pw[1])
+        elif rc is not None:        # the real softmax's exact measure of the witness's class, rounded down
+            from fairspec.kinds.pair_runtime import softmax_pair_value
+
+            near = wv = softmax_pair_value(prop, model, X[[a[j] % N, b[j] % N]], jc)
         else:
             near = float(runtime_measure(post, score_kind, *w.outputs))
             wv = pair_measure(post, score_kind, *w.outputs)
