@@ -94,7 +94,7 @@ def uncertain_bucket(prop, X, K: int, res, bounds, enc, fs) -> str:
     row = decode_row(enc, fs, X[i * K])
     who = point({f: v for f, v in row.items() if f not in prop.over})
     cf = point({f: v for f, v in decode_row(enc, fs, X[i * K + j]).items() if f in prop.over})
-    what = "the predicted probability" if prop.cls is None else f"class {prop.cls}'s probability"
+    what = "the probability" if getattr(prop, "cls", None) is None else f"class {prop.cls}'s probability"
     from fractions import Fraction
 
     from fairspec.certify.exact import threshold_of

@@ -588,7 +588,10 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         claim = f"|{post}(m(x)) - {post}(m(x'))| {op} {prop.eps!r} for all {pairs:,} {adm}"
     unit = "pairs" if K == 1 else "(class, pair) comparisons"
     if pre is not None:             # the comparisons are the pairs meeting it in either order, not those pairs
-        unit = f"{unit if K > 1 else 'comparisons'} (the {pairs:,} ordered pairs meeting {pre_words()}, both orders)"
+        from fairspec.kinds.pair_pre import EITHER      # the union of the readings' pairs, where they part
+
+        unit = (f"{unit if K > 1 else 'comparisons'} (the {pairs:,} ordered pairs meeting {pre_words()}"
+                f"{EITHER if pre.parted else ''}, both orders)")
     res = by_enumeration(checks, count=count, claim=claim, unit=unit, points=N,
                          **({"over": "predict_proba"} if P is not None else {}), **({"pairs": pairs} if pre else {}))
     seconds = time.perf_counter() - t0
@@ -673,7 +676,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         for c in checks:
             ok |= compare_exact(c.lhs, c.op, c.rhs, c.minus)
         bad = ~ok
-    from fairspec.kinds.pair_pre import READINGS, readings_witnesses      # a witness meets it in both readings
+    from fairspec.kinds.pair_pre import READINGS, readings_witnesses, violating_words   # a witness: both readings
 
     bad, one = readings_witnesses(pre, a % N, b % N, bad)
     replayed = None
@@ -744,6 +747,8 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
             details["witness_value"], details["domain_maximum"] = wv, value
         if mode != "maximize":
             value = wv
+    if pre is not None and pre.parted:      # of one population: the pairs meeting it in both readings
+        failing = pre.ordered_pairs(a[~ok] % N, b[~ok] % N, False)
     if failing > violating:         # the others lie within the rounding of the threshold: not vouched for
         details["undecided_pairs"] = failing - violating
     if pre is not None:             # the features it reads that the model does not; the order that meets it
@@ -751,7 +756,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         w = pre.in_order(w, a[j] % N, b[j] % N)
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
                    seconds=seconds, details=details,
-                   reason=f"{'at least ' if failing > violating else ''}{violating:,} of the {pairs:,} {adm} "
+                   reason=f"{'at least ' if failing > violating else ''}{violating_words(pre, a % N, b % N, violating, pairs, adm)} "
                           f"violate it on the model's runtime (every pair of the {N:,}-point domain "
                           f"evaluated)")
 
