@@ -60,6 +60,19 @@ def test_a_tie_of_the_real_softmax_at_a_bucket_boundary_is_not_decided_by_float6
     assert got["two"].status == "holds", got["two"].reason                 # k <= 2: certain whatever the bucket
 
 
+def test_an_uncertain_bucket_is_said_so(tmp_path):
+    """Session 34: the unknown near a bucket boundary began "decided by enumeration ... too many individuals" (the
+    domain has 10): it says the bucket is not certain, and names an individual, its k bounds, the counterfactual
+    and its probability's bounds across the boundary."""
+    got = _check(tmp_path, -200.0)
+    why = got["below"].reason
+    assert got["below"].status == "unknown", why
+    assert "too many individuals" not in why, why
+    assert why.startswith("the bucket of an individual's counterfactual is not certain: individual {a: "), why
+    assert "has k in [1, 2]: at {s: false} class 0's probability lies in [0.4999" in why, why
+    assert "across the bucket boundary 0.5 (eps = 0.5)" in why and "all 10 individuals" in why, why
+
+
 def test_a_softmax_clear_of_the_boundary_is_still_decided(tmp_path):
     """(0, 0, -20): p_0 = 0.5 - 5e-10, certainly bucket 0 of eps 0.5 and 1 of eps 0.25: decided, as the truth."""
     got = _check(tmp_path, -20.0)

@@ -215,10 +215,10 @@ def test_a_lower_end_is_not_above_the_exact_largest_difference(tmp_path, monkeyp
     """The harness's multiclass-4-p6 (|prob(m(x), 0) - prob(m(x'), 0)| < 1.0 on a logit head: the softmax
     computed in float64): the largest difference's nearest float lies 2**-55 above its exact value. The
     enumeration and the softmax branch and bound reported it as the lower end; it is the float at or
-    below it now, the interval holding the exact maximum. Since session 34 the truth is the REAL softmax's
-    (mpmath, differential/softmax_exact.py) and both paths' value is the real softmax bounds' certain lower
-    end (the branch and bound's since session 33, the enumeration's since 34: its float64 value lay above
-    the real maximum, multiclass-104000002-p7)."""
+    below it now (the enumeration's value stays the nearest; the branch and bound's, on the real softmax's
+    bounds since session 33, is their certain lower end), the interval holding the exact maximum. Session 34:
+    both report the exact maximum rounded down (certify.softmax_exact), not the float64 nearest above it; the
+    harness's truth is the REAL softmax's (mpmath, differential/softmax_exact.py)."""
     from fractions import Fraction
 
     from differential import multiclass
@@ -229,7 +229,10 @@ def test_a_lower_end_is_not_above_the_exact_largest_difference(tmp_path, monkeyp
     inst = multiclass.generate(4)
     (o,) = run_instance(inst, tmp_path, only=["p6"])
     T = next(p for p in inst.props if p.name == "p6").truth.exact
-    assert Fraction(o.value) <= T, (o.value, T)     # the real softmax bounds' certain lower end, on both paths
+    from fairspec.certify.rounding import float_down
+
+    assert float(T) > float_down(T), "the case: the nearest float lies above the exact maximum"
+    assert o.value == float_down(T), (o.value, T)       # the exact maximum, rounded down (either path)
     assert o.klass == "correct", (o.defect, o.why, o.bound)
     assert Fraction(o.bound[0]) <= T <= Fraction(o.bound[1]), o.bound
 

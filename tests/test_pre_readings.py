@@ -368,5 +368,57 @@ def test_maximize_where_one_reading_admits_no_pair(tmp_path):
     (v,) = check(tmp_path / "p.fair").verdicts
     assert v.status == "holds" and v.how == "proved" and "either reading" in v.proof.claim, v.reason
     assert v.value is None and v.bound == (-math.inf, 0.75), (v.value, v.bound)
-    assert v.details["maximum_by_reading"] == {"float": {"pairs": 0}, "decimal": {"value": 0.75, "bound": [0.75, 0.75]}}
+    assert v.details["maximum_by_reading"] == {"float": {"pairs": 0, "verdict": "holds (proved)"},   # and its verdict
+                                               "decimal": {"value": 0.75, "bound": [0.75, 0.75],
+                                                           "verdict": "holds (proved)"}}
     assert "the float reading admits no pair" in v.reason and "largest difference is 0.75" in v.reason, v.reason
+
+
+def _readings_net(tmp_path, layers, post, maximize=False):
+    from fairspec.pipeline import check
+
+    m = mlp_model(layers, "Identity", "logit", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    text = SPEC.replace("  require |x.a - x'.a| <= 1\n", "").replace("REQ", "require x.a * 0.3 >= 0.9")
+    text = text.replace("POST", post)
+    if maximize:
+        text = text.replace("  ensure", "  mode = maximize\n  ensure")
+    (tmp_path / "p.fair").write_text(text)
+    (v,) = check(tmp_path / "p.fair").verdicts
+    return v
+
+
+def test_the_network_proof_s_unit_says_either_reading(tmp_path):
+    """Session 34: the network enumeration's proof unit (its summary) named the pairs meeting the pre-condition
+    without "in either reading", where the claim and the tree paths' units said it."""
+    v = _readings_net(tmp_path, [(np.array([[0.5, 0.0]]), np.zeros(1), False)], "|logit(m(x)) - logit(m(x'))| <= 0.5")
+    assert v.status == "holds" and v.how == "proved", v.reason
+    assert "in either reading" in v.proof.summary, v.proof.summary
+
+
+def test_violating_pairs_are_counted_over_the_same_population(tmp_path):
+    """x.a * 0.3 >= 0.9 admits a >= 3 as written (14 ordered pairs) and a >= 4 as stored (12); the label flips
+    with s everywhere. The reason counted the 12 pairs violating in both readings "of the 14" meeting it in
+    either: now of the 12 meeting it in both, the union's 14 said beside."""
+    v = _readings_net(tmp_path, [(np.array([[1.0, 0.0]]), np.array([-0.5]), False)], "label(m(x)) == label(m(x'))")
+    assert v.status == "violated", v.reason
+    assert v.reason.startswith("12 of the 12 ordered pairs meeting the pre-condition in both readings of its "
+                               "constants (of the 14 admissible ordered pairs meeting the pre-condition in either "
+                               "reading"), v.reason
+    assert "at least" not in v.reason
+
+
+def test_a_maximize_whose_readings_decide_differently_says_each(tmp_path):
+    """z = relu(3 + s - a) - 1/2 flips its label with s at a <= 3 only: the float reading (a >= 4) holds, the
+    decimal one (a >= 3) is violated; the union is unknown. Each reading's verdict is in
+    details.maximum_by_reading and the reason says why unknown."""
+    v = _readings_net(tmp_path, [(np.array([[1.0, -1.0]]), np.array([3.0]), True),
+                                 (np.array([[1.0]]), np.array([-0.5]), False)], "label(m(x)) == label(m(x'))",
+                      maximize=True)
+    assert v.status == "unknown", v.reason
+    by = v.details["maximum_by_reading"]
+    assert by["float"]["verdict"] == "holds (proved)" and by["decimal"]["verdict"] == "violated", by
+    assert v.value is None and v.bound == (-0.5, 0.5), (v.value, v.bound)
+    assert ("each reading alone: the float reading's verdict is holds (proved), the decimal reading's verdict is "
+            "violated -- the property as both readings read it is neither") in v.reason, v.reason

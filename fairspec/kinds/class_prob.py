@@ -119,12 +119,13 @@ def _attack(pre, combos, free, relaxed, evaluate, classes, admissible, rng, seco
 
 
 def _pair_value(prop, c, model, w) -> float | None:
-    """A violated verdict's value: the reported pair's measure |p_c - p_c'| as the runtime computed it."""
+    """A violated verdict's value: the reported pair's measure |p_c - p_c'| as the runtime computed it (of a logit
+    network: the real softmax of its logits, exactly, rounded down)."""
     from dataclasses import replace
 
     from fairspec.kinds.pair_runtime import runtime_pair_value
 
-    return runtime_pair_value(replace(prop, cls=c), model, w.outputs)
+    return runtime_pair_value(replace(prop, cls=c), model, w.outputs, np.array([w.x, w.x_prime]))
 
 
 def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0: float, kind) -> Verdict:
@@ -231,8 +232,10 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
             if top != c and runtime_violates(replace(prop, cls=top), model, P_all[:1, top], P_all[1:, top],
                                              X2=X2)[0]:
                 c, P = top, P_all[:, top]
+        from fairspec.kinds.pair_runtime import softmax_class_values     # a logit network's: exactly rounded
+
         return Witness(tuple(map(float, X2[0])), tuple(map(float, X2[1])), decode_row(enc, fs, X2[0]),
-                       decode_row(enc, fs, X2[1]), (float(P[0]), float(P[1])), replayed_by=by), c
+                       decode_row(enc, fs, X2[1]), softmax_class_values(prop, model, X2, c, P), replayed_by=by), c
 
     deadline = None if limit is None else time.monotonic() + max(0.0, float(limit) - (time.perf_counter() - t0))
     details = {"engine": "softmax-bab", "mode": mode, "classes": K, "combinations": int(C.shape[0])}
@@ -252,9 +255,11 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
             w, c = replay(x, xp, c)
             if w is not None and mode != "maximize":
                 details["attack"], details["class"] = f"class {c}", c
-                return Verdict(prop.name, prop.kind, "violated", value=_pair_value(prop, c, model, w), witness=w,
+                wv = _pair_value(prop, c, model, w)
+                moves = abs(w.outputs[0] - w.outputs[1]) if wv is None else wv
+                return Verdict(prop.name, prop.kind, "violated", value=wv, witness=w,
                                backend=backend, seconds=time.perf_counter() - t0, details=details,
-                               reason=f"class {c}'s probability moves by {abs(w.outputs[0] - w.outputs[1]):.6g} "
+                               reason=f"class {c}'s probability moves by {moves:.6g} "
                                       f"(found by the attack on the runtime)")
         proofs, reasons, bounds, per = {}, [], [], []
         viol_w = None
@@ -268,7 +273,12 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
                                      logits=logits if real_softmax(prop, model) else None)
             except (ValueError, TypeError) as e:
                 return no(f"no certified bound for class {c}'s probability ({e})", details=details)
-            per.append({"class": c, "status": r.status, "bound": r.bound, "value": r.value, **{
+            rv = r.value
+            if rv is not None and r.pair is not None and r.pair[0] is not None and real_softmax(prop, model):
+                from fairspec.kinds.pair_runtime import softmax_pair_value     # its pair's exact measure, down
+
+                rv = softmax_pair_value(prop, model, encoded(np.vstack(r.pair)), c)
+            per.append({"class": c, "status": r.status, "bound": r.bound, "value": rv, **{
                 k2: r.stats.get(k2) for k2 in ("nodes", "interval_leaves", "point_leaves", "seconds")}})
             bounds.append(r.bound if r.bound is not None else math.inf)
             # the lower end: the best pair of the attack and of the search, replayed
@@ -283,12 +293,11 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
                     # value, may lie above every pair's)
                     best_near = abs(float(P[0] - P[1]))
                     best_val = float_down(abs(Fraction(float(P[0])) - Fraction(float(P[1]))))
-                    if real_softmax(prop, model):       # the real softmax's: its bounds' certain lower end
-                        from fairspec.certify.enumerate import softmax_class_bounds
+                    if real_softmax(prop, model):       # the real softmax's exact measure, rounded down
+                        from fairspec.kinds.pair_runtime import softmax_pair_value
 
-                        lo, hi = softmax_class_bounds(np.asarray(model.outputs(X2), dtype=np.float64), c)
-                        best_val = float_down(max(Fraction(float(lo[0])) - Fraction(float(hi[1])),
-                                                  Fraction(float(lo[1])) - Fraction(float(hi[0]))))
+                        best_val = softmax_pair_value(prop, model, X2, c)
+                        best_val = -math.inf if best_val is None else best_val
                     best_w = pair
             if r.status == "violated" and r.pair is not None:
                 w, wc = replay(r.pair[0], r.pair[1], c)
@@ -319,9 +328,11 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
         details["class"] = viol_c
         if mode != "maximize":
             value = _pair_value(prop, viol_c, model, viol_w)
+        wv = _pair_value(prop, viol_c, model, viol_w) if mode == "maximize" else value
+        moves = abs(viol_w.outputs[0] - viol_w.outputs[1]) if wv is None else wv
         return Verdict(prop.name, prop.kind, "violated", value=value, witness=viol_w, backend=backend,
                        seconds=seconds, details=details, **extra,
-                       reason=f"a class probability moves by {abs(viol_w.outputs[0] - viol_w.outputs[1]):.6g} "
+                       reason=f"a class probability moves by {moves:.6g} "
                               f"on the runtime (found by the softmax branch and bound)")
     if len(proofs) == len(classes):
         proof = proofs[classes[0]] if len(classes) == 1 else join_class_prob(proofs, K, prop.eps, op)

@@ -549,8 +549,12 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
         from fairspec.runtime.encoding import decode_row
 
         x, xp = X2[0], X2[1]
+        from fairspec.kinds.pair_runtime import softmax_class_values     # a logit network's prob: exactly rounded
+
+        outs = (float(out[0]), float(out[1]))
         w = Witness(tuple(map(float, x)), tuple(map(float, xp)), decode_row(enc, fs, x), decode_row(enc, fs, xp),
-                    (float(out[0]), float(out[1])), replayed_by=replayed_by)
+                    softmax_class_values(prop, model, X2, prop.cls, outs) if isinstance(prop.cls, int) else outs,
+                    replayed_by=replayed_by)
         value = _value(backend, mode, res)
         # the value (maximize: or the best value without a certified bound) is the reported, replayed
         # pair's measure on the runtime, not the solver's (real or float64) evaluation of it: they differ

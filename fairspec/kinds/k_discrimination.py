@@ -514,8 +514,9 @@ def _decide_small(prop, ctx, model, enc, fs, t0: float, outputs=None):
              + ("of the predicted class" if classes else f"with eps = {prop.eps!r}")
              + f" is {prop.op} {prop.k} for all {who}")
     bounder = getattr(evaluate, "bounds", None)       # the real softmax of a logit network (kdisc_outputs)
+    bnd = bounder(X) if bounder is not None else None
     res = kdisc_by_enumeration(s, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit, claim=claim, points=N,
-                               classes=classes, bounds=bounder(X) if bounder is not None else None)
+                               classes=classes, bounds=bnd)
     seconds = time.perf_counter() - t0
     details = {"engine": "enumeration", "individuals": T, "K": K, "points": N,
                "max_k": int(res.k_hi.max()) if T else 0, "max_k_lower": int(res.k_lo.max()) if T else 0}
@@ -551,8 +552,17 @@ def _decide_small(prop, ctx, model, enc, fs, t0: float, outputs=None):
     if m.any() and bad.any():
         return unknown(prop, batched_reason(int(np.count_nonzero(m)), int(m.sum())), backend="search",
                        seconds=seconds, details=details)
-    return (f"; enumeration of all {who} bounds max k in [{details['max_k_lower']}, "
-            f"{details['max_k']}] (a logistic or softmax within rounding of a bucket boundary)")
+    from fairspec.kinds.kdisc_witness import uncertain_bucket
+
+    if bnd is None and logit:
+        from fairspec.certify.enumerate import sigmoid_bounds
+
+        bnd = tuple(np.where(s == 0.0, 0.5, b) for b in sigmoid_bounds(s))      # a logit of 0 is exactly 1/2
+    why = (f"{uncertain_bucket(prop, X, K, res, bnd, enc, fs)}; the enumeration of all {who} bounds max k in "
+           f"[{details['max_k_lower']}, {details['max_k']}]")
+    if outputs is not None:         # the outputs' path has nothing else to try (kdisc_outputs.run_outputs)
+        return unknown(prop, why, backend="search", seconds=seconds, details=details)
+    return f"; {why}"
 
 
 def _explain(prop, space, evaluate, res, enc, fs, model) -> dict:

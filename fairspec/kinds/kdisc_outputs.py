@@ -56,7 +56,14 @@ def evaluator(prop: ir.KDiscrimination, model):
 
             return softmax_class_bounds(np.asarray(model.outputs(X), dtype=np.float64), c)
 
+        def nearest(X):     # the reported probabilities: each the float nearest the real softmax (exactly rounded)
+            from fairspec.certify.softmax_exact import nearest as exact
+
+            Y = np.asarray(model.outputs(X), dtype=np.float64)
+            return np.array([np.nan if (e := exact(y, c)) is None else e for y in Y.reshape(Y.shape[0], -1)])
+
         probability.bounds = bounds
+        probability.nearest = nearest
     return probability, False, None
 
 

@@ -48,12 +48,20 @@ def replayed_violation(prop, model, X, bad, K: int, logit: bool, claim: str, enc
             details.setdefault("runtime_rounding", {})["witness"] = WITNESS_NOTE
         kr = int(again.k_lo[0])
         probs = replayed if not logit else 1.0 / (1.0 + np.exp(-replayed))
+        shown = getattr(replay, "nearest", None)        # a logit network's real softmax, exactly rounded
+        if logit or shown is not None:                  # (the float64 logistic / softmax may lie an ulp off)
+            from fairspec.certify.softmax_exact import nearest
+
+            exact = shown(U) if shown is not None else np.array([np.nan if (e := nearest([z], 1)) is None else e
+                                                                 for z in replayed])
+            probs = np.where(np.isnan(exact), probs, exact)
         lo_i, hi_i = int(np.argmin(probs)), int(np.argmax(probs))
         details["counterfactuals"] = [{"features": {f: decode_row(enc, fs, u)[f] for f in prop.over},
                                        ("class" if classes else "prob"): (int(p) if classes else float(p))}
                                       for u, p in zip(U, probs)]
         w = Witness(tuple(map(float, U[lo_i])), tuple(map(float, U[hi_i])), decode_row(enc, fs, U[lo_i]),
-                    decode_row(enc, fs, U[hi_i]), (float(replayed[lo_i]), float(replayed[hi_i])),
+                    decode_row(enc, fs, U[hi_i]), tuple(float((probs if shown is not None else replayed)[i])
+                                                        for i in (lo_i, hi_i)),
                     replayed_by=replayed_by)
         return Verdict(prop.name, prop.kind, "violated", value=float(kr), witness=w, backend="search",
                        seconds=time.perf_counter() - t0, details=details,
@@ -61,3 +69,38 @@ def replayed_violation(prop, model, X, bad, K: int, logit: bool, claim: str, enc
                               + ("distinct predicted classes" if classes else f"clusters of width {_spec_number(prop.eps)}")
                               + f" (claim: k {prop.op} {prop.k})")
     return None
+
+
+def uncertain_bucket(prop, X, K: int, res, bounds, enc, fs) -> str:
+    """Why an enumeration that evaluated every individual leaves k undecided (``res``: certify's
+    :class:`~fairspec.certify.enumerate.KEnumerated`, ``bounds``: every point's rigorous ``(lo, hi)`` probability):
+    the bucket of a counterfactual is not certain -- one individual whose k bounds differ (the largest upper
+    bound first), its counterfactual whose probability's bounds straddle a bucket boundary, and those bounds."""
+    from fairspec.certify.enumerate import kdisc_buckets
+    from fairspec.runtime.encoding import decode_row
+    from fairspec.syntax.literals import point
+
+    open_ = np.flatnonzero(np.asarray(res.k_lo) != np.asarray(res.k_hi))
+    if not open_.size:
+        return ("every individual's k is certain, but none counted past the claim reproduced when replayed on the "
+                "model's evaluator (alone, or beyond its rounding)")
+    if bounds is None:
+        return "the bucket of a counterfactual is not certain (its probability within rounding of a bucket boundary)"
+    i = int(open_[int(np.argmax(np.asarray(res.k_hi)[open_]))])
+    lo, hi = (np.asarray(b, dtype=np.float64).reshape(-1)[i * K:(i + 1) * K] for b in bounds)
+    blo, bhi = kdisc_buckets(np.nan_to_num(lo, nan=0.0), prop.eps), kdisc_buckets(np.nan_to_num(hi, nan=1.0), prop.eps)
+    wide = np.flatnonzero((blo != bhi) | np.isnan(lo) | np.isnan(hi))
+    j = int(wide[0]) if wide.size else 0
+    row = decode_row(enc, fs, X[i * K])
+    who = point({f: v for f, v in row.items() if f not in prop.over})
+    cf = point({f: v for f, v in decode_row(enc, fs, X[i * K + j]).items() if f in prop.over})
+    what = "the probability" if getattr(prop, "cls", None) is None else f"class {prop.cls}'s probability"
+    from fractions import Fraction
+
+    from fairspec.certify.exact import threshold_of
+
+    edge = Fraction(int(bhi[j])) * threshold_of(prop.eps)
+    return (f"the bucket of an individual's counterfactual is not certain: individual {who} has k in "
+            f"[{int(res.k_lo[i])}, {int(res.k_hi[i])}]: at {cf} {what} lies in [{float(lo[j])!r}, {float(hi[j])!r}] "
+            f"(certify's rigorous bounds), across the bucket boundary {_spec_number(float(edge))} (eps = "
+            f"{_spec_number(prop.eps)})")

@@ -568,7 +568,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     checks = pair_checks("prob" if P is not None else kind, (s if P is None else P)[a], (s if P is None else P)[b],
                          eps=prop.eps, decision_threshold=0.5 if score_kind == "label" else model.threshold,
                          eps_strict=prop.eps_strict, rounded=library_logistic(prop, model))
-    from fairspec.kinds.pair_runtime import class_prob_check, interval_maximum
+    from fairspec.kinds.pair_runtime import class_prob_check, interval_maximum, softmax_maximum
 
     rc = class_prob_check(prop, model, X, a, b, N)      # prob(m(x), c) of logits: the real softmax's bounds
     checks = checks if rc is None else [rc]
@@ -588,7 +588,10 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         claim = f"|{post}(m(x)) - {post}(m(x'))| {op} {prop.eps!r} for all {pairs:,} {adm}"
     unit = "pairs" if K == 1 else "(class, pair) comparisons"
     if pre is not None:             # the comparisons are the pairs meeting it in either order, not those pairs
-        unit = f"{unit if K > 1 else 'comparisons'} (the {pairs:,} ordered pairs meeting {pre_words()}, both orders)"
+        from fairspec.kinds.pair_pre import EITHER      # the union of the readings' pairs, where they part
+
+        unit = (f"{unit if K > 1 else 'comparisons'} (the {pairs:,} ordered pairs meeting {pre_words()}"
+                f"{EITHER if pre.parted else ''}, both orders)")
     res = by_enumeration(checks, count=count, claim=claim, unit=unit, points=N,
                          **({"over": "predict_proba"} if P is not None else {}), **({"pairs": pairs} if pre else {}))
     seconds = time.perf_counter() - t0
@@ -636,12 +639,10 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
             # rounding is monotone: the float maximum is within one rounding of the exact one (and is
             # it when every pair at the float maximum was subtracted exactly: _exact_at_max)
             lo, hi = value, math.nextafter(value + 2 * spread, math.inf)
-            if rc is not None:          # the real softmax: its bounds, the runtime's rounding on top
-                lo, hi = interval_maximum(rc)
+            if rc is not None:          # the real softmax: its bounds, the runtime's rounding on top; the
+                _, hi = interval_maximum(rc)    # value: the exact maximum rounded down (not the float64 softmax's)
                 hi = math.nextafter(hi + 2 * spread, math.inf) if spread else hi
-                # the value is the bounds' certain lower end (as the softmax branch and bound's), not the
-                # float64 softmax's largest difference, which may lie above every pair's real one
-                value = lo
+                value = lo = softmax_maximum(prop, model, X, a, b, N, rc)
             elif _exact_at_max(s[a], s[b], m, value):
                 hi = value if spread == 0 else hi
             else:
@@ -675,7 +676,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         for c in checks:
             ok |= compare_exact(c.lhs, c.op, c.rhs, c.minus)
         bad = ~ok
-    from fairspec.kinds.pair_pre import READINGS, readings_witnesses      # a witness meets it in both readings
+    from fairspec.kinds.pair_pre import READINGS, readings_witnesses, violating_words   # a witness: both readings
 
     bad, one = readings_witnesses(pre, a % N, b % N, bad)
     replayed = None
@@ -714,6 +715,13 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     w = Witness(tuple(map(float, xa)), tuple(map(float, xb)), decode_row(enc, fs, xa, {k: v[ia] for k, v in values.items()}),
                 decode_row(enc, fs, xb, {k: v[ib] for k, v in values.items()}),
                 replayed[1] if replayed is not None else (float(s[a[j]]), float(s[b[j]])), replayed_by=runtime)
+    if rc is not None:      # the real softmax: each probability exactly rounded, from the pair's logits
+        from dataclasses import replace
+
+        from fairspec.kinds.pair_runtime import softmax_class_values
+
+        jc = prop.cls if isinstance(prop.cls, int) else int(a[j] // N)
+        w = replace(w, outputs=softmax_class_values(prop, model, X[[a[j] % N, b[j] % N]], jc, w.outputs))
     violating = count_pairs(a[idx] % N, b[idx] % N) if pre is None else pre.ordered_pairs(a[idx] % N, b[idx] % N, False)
     details["violating_pairs"] = violating
     if value is not None and post != "class" and (post != "label" or score_kind == "logit"):
@@ -727,6 +735,10 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         if P is not None:           # predict_proba's own difference, in the batch the witness's scores come from
             Pw = P[[a[j], b[j]]] if replayed is None else library_probability(prop, model, X[[a[j] % N, b[j] % N]])
             near, wv = float(Pw[0] - Pw[1]), pair_measure("prob", "prob", Pw[0], Pw[1])
+        elif rc is not None:        # the real softmax's exact measure of the witness's class, rounded down
+            from fairspec.kinds.pair_runtime import softmax_pair_value
+
+            near = wv = softmax_pair_value(prop, model, X[[a[j] % N, b[j] % N]], jc)
         else:
             near = float(runtime_measure(post, score_kind, *w.outputs))
             wv = pair_measure(post, score_kind, *w.outputs)
@@ -735,6 +747,8 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
             details["witness_value"], details["domain_maximum"] = wv, value
         if mode != "maximize":
             value = wv
+    if pre is not None and pre.parted:      # of one population: the pairs meeting it in both readings
+        failing = pre.ordered_pairs(a[~ok] % N, b[~ok] % N, False)
     if failing > violating:         # the others lie within the rounding of the threshold: not vouched for
         details["undecided_pairs"] = failing - violating
     if pre is not None:             # the features it reads that the model does not; the order that meets it
@@ -742,7 +756,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         w = pre.in_order(w, a[j] % N, b[j] % N)
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
                    seconds=seconds, details=details,
-                   reason=f"{'at least ' if failing > violating else ''}{violating:,} of the {pairs:,} {adm} "
+                   reason=f"{'at least ' if failing > violating else ''}{violating_words(pre, a % N, b % N, violating, pairs, adm)} "
                           f"violate it on the model's runtime (every pair of the {N:,}-point domain "
                           f"evaluated)")
 

@@ -285,6 +285,18 @@ READINGS = ("the pre-condition's constants, read as the floats they are stored a
             "enumeration does not choose one reading")
 
 
+def violating_words(pre, I, J, violating: int, meeting: int, what: str) -> str:
+    """``"N of the M <what>"`` of a violated enumeration's reason, the two counts of ONE population: where the
+    pre-condition's readings part the violating pairs counted are those meeting it in both readings (a witness
+    must: :func:`readings_witnesses`), so the denominator is the pairs meeting it in both readings too, among
+    the comparisons ``(I, J)`` (the union's count, ``meeting`` of ``what``, said beside it)."""
+    if pre is None or not pre.parted:
+        return f"{violating:,} of the {meeting:,} {what}"
+    both = pre.ordered_pairs(I, J, False)
+    return (f"{violating:,} of the {both:,} ordered pairs meeting the pre-condition in both readings of its constants "
+            f"(of the {meeting:,} {what})")
+
+
 def readings_witnesses(pre, a, b, bad) -> tuple[np.ndarray, np.ndarray]:
     """``bad`` (per comparison (a[k], b[k]): certify found it breaks the post) kept to the comparisons whose
     pair meets the pre-condition in BOTH readings of its constants, in one order or the other (the post is

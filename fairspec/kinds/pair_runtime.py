@@ -149,6 +149,65 @@ def interval_maximum(check) -> tuple[float, float]:
     return float(np.nanmax(lo)), float(np.nanmax(hi))
 
 
+def softmax_class_values(prop: ir.IndividualFairness, model, X2, c: int, floats) -> tuple:
+    """The two probabilities a witness REPORTS of class ``c`` of the encoded pair ``X2`` (2 rows): where
+    ``prob(m(x), c)`` is the real softmax of the runtime's logits (:func:`real_softmax`), each the float
+    nearest it (exactly rounded, :func:`fairspec.certify.softmax_exact.nearest`; fairspec's float64 softmax
+    ``floats`` may lie an ulp off), else ``floats`` as they are."""
+    floats = tuple(float(v) for v in np.asarray(floats, dtype=np.float64).reshape(-1)[:2])
+    if not real_softmax(prop, model) or X2 is None or len(floats) != 2:
+        return floats
+    from fairspec.certify.softmax_exact import nearest
+
+    Y = np.asarray(model.outputs(np.atleast_2d(np.asarray(X2, dtype=np.float64))), dtype=np.float64)
+    if Y.shape[0] != 2:
+        return floats
+    out = tuple(nearest(Y[i], int(c)) for i in range(2))
+    return tuple(f if e is None else e for e, f in zip(out, floats))
+
+
+def softmax_pair_value(prop: ir.IndividualFairness, model, X2, cls=None) -> float | None:
+    """The measure of the encoded pair ``X2`` (2 rows) for ``prob(m(x), c)`` of the REAL softmax of the
+    runtime's logits, rounded down: the larger over its two orders (and every class under ``forall c``;
+    ``cls`` overrides ``prop.cls``) of the exact difference, as the float at or below it
+    (:func:`fairspec.certify.softmax_exact.measure_down`); None where a logit is not finite."""
+    from fairspec.certify.softmax_exact import measure_down
+
+    Y = np.asarray(model.outputs(np.atleast_2d(np.asarray(X2, dtype=np.float64))), dtype=np.float64)
+    Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
+    if Y.shape[0] != 2:
+        return None
+    cls = prop.cls if cls is None else cls
+    return measure_down(Y[0], Y[1], [int(cls)] if isinstance(cls, (int, np.integer)) else range(max(2, Y.shape[1])))
+
+
+def softmax_maximum(prop: ir.IndividualFairness, model, X, a, b, N: int, check, limit: int = 512) -> float:
+    """The enumeration's largest measure of ``prob(m(x), c)`` of a logit network, as the float at or below
+    the exact maximum: the comparisons whose bounds (``check``, :func:`class_prob_check`) reach the largest
+    certain lower end are measured exactly (:func:`fairspec.certify.softmax_exact.difference_down`, at most
+    ``limit`` distinct ones; beyond, that certain lower end, which is also at or below it)."""
+    from fairspec.certify.rounding import up
+    from fairspec.certify.softmax_exact import difference_down
+
+    lo, _ = interval_maximum(check)
+    with np.errstate(invalid="ignore"):
+        hi = up(np.asarray(check.lhs_hi) - np.asarray(check.minus))
+    cand = np.flatnonzero(np.isfinite(hi) & (hi >= lo))
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    cls = np.full(a.shape[0], int(prop.cls)) if isinstance(prop.cls, (int, np.integer)) else a // N
+    keys = {(int(a[i] % N), int(b[i] % N), int(cls[i])) for i in cand}
+    if not keys or len(keys) > limit:
+        return lo
+    Y = np.asarray(model.outputs(X), dtype=np.float64)      # the batch the comparisons were decided in
+    Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
+    best = lo
+    for ia, ib, c in keys:
+        d = difference_down(Y[ia], Y[ib], c)
+        best = best if d is None else max(best, d)
+    return best
+
+
 def post_scores(prop: ir.IndividualFairness, model, X):
     """``(scores, kind)`` the post-condition compares: logits for ``logit`` (None when the runtime has
     none); for ``label`` on a model whose label is its library's ``predict``, that decision as 0/1
@@ -241,12 +300,15 @@ def runtime_pair_value(prop: ir.IndividualFairness, model, s, X2=None) -> float 
     witness; None where the post-condition has no measure (class, or label decided by the library's
     predict). ``X2``: the pair's encoded rows, from which a ``prob`` the library computes from the logit is
     read (:func:`library_probability`: predict_proba's own difference, not the logistic's bounds of the
-    logits, which may lie an ulp off it)."""
+    logits, which may lie an ulp off it), and ``prob(m(x), c)`` of a logit network measured exactly on its
+    logits (:func:`softmax_pair_value`, not fairspec's float64 softmax of them)."""
     from fairspec.certify.enumerate import class_post
 
     P = None if X2 is None else library_probability(prop, model, X2)
     if P is not None:
         return pair_measure("prob", "prob", P[0], P[1]) if P.shape == (2,) else None
+    if X2 is not None and real_softmax(prop, model):   # the real softmax's exact measure, rounded down
+        return softmax_pair_value(prop, model, X2)
 
     post = class_post(prop.post)
     kind = "logit" if post == "logit" else "prob" if prop.post == "class_prob" else model.score_kind

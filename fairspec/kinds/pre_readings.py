@@ -12,7 +12,8 @@ exactly the pairs that reading admits). The two maxima equal (the same value and
 interval, as usual. Else no value (none is THE maximum) and the hull of the two certified intervals, which
 holds both readings' true maxima (the convention of a relaxed run's bound, README: a bound and no value);
 ``details.maximum_by_reading`` and the reason name each reading's (``{"pairs": 0}``: a reading no pair meets,
-whose maximum is -inf, the max over no pair; None: a reading that gives no interval)."""
+whose maximum is -inf, the max over no pair; no value: a reading that gives no interval) and its verdict (a run
+held to it); an ``unknown`` whose readings' verdicts differ (one holds, one violated) says so in its reason."""
 
 from __future__ import annotations
 
@@ -51,6 +52,11 @@ def _interval(v):
     return None
 
 
+def _verdict(v) -> str:
+    """A reading's verdict as the report words it: ``holds (proved)``, ``violated``, ``unknown``."""
+    return f"{v.status} ({v.how})" if v.how else v.status
+
+
 def readings_maximum(run, parted: str):
     """The maximize verdict of a property whose pre-condition's readings part (at ``parted``, PairPre's
     words); ``run(mode)``: the enumeration's verdict in that mode (the caller's own function)."""
@@ -64,8 +70,9 @@ def readings_maximum(run, parted: str):
     got = [_interval(v) for v in per]
     details = {k: x for k, x in (union.details or {}).items() if k not in ("domain_maximum", "witness_value")}
     details["mode"] = "maximize"
-    details["maximum_by_reading"] = {n: (None if g is None else {"pairs": 0} if g[0] == -math.inf else
-                                         {"value": g[0], "bound": list(g[1])}) for n, g in zip(NAMES, got)}
+    details["maximum_by_reading"] = {n: {**({} if g is None else {"pairs": 0} if g[0] == -math.inf else
+                                            {"value": g[0], "bound": list(g[1])}), "verdict": _verdict(v)}
+                                     for n, g, v in zip(NAMES, got, per)}
     if union.status == "violated" and union.value is not None:
         details["witness_value"] = union.value      # the witness's measure, rounded down (pair_measure)
     if got[0] == got[1] or None in got:
@@ -89,6 +96,11 @@ def readings_maximum(run, parted: str):
                               f"interval holds both")
         said = (f"; the pre-condition's constants read as floats and as decimals admit different pairs (they part "
                 f"at {parted}): {each}, so no value is reported, and [{bound[0]!r}, {bound[1]!r}] holds both")
+    verdicts = [_verdict(v) for v in per]
+    if union.status == "unknown" and verdicts[0] != verdicts[1]:     # each reading decided, and not alike
+        said += ("; each reading alone: " + ", ".join(f"the {n} reading's verdict is {w}" for n, w in zip(NAMES, verdicts))
+                 + " -- the property as both readings read it is neither (a violation shown only by pairs one reading "
+                   "admits), so unknown")
     seconds = max(v.seconds for v in (union, *per))      # each run's is since the same start: the last one's
     return replace(union, value=value, bound=bound, details=details, seconds=seconds,
                    reason=f"{union.reason}{said}" if union.reason else union.reason)

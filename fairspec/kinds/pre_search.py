@@ -278,10 +278,11 @@ def _network_columns(prop, model, got, X2):
     from fractions import Fraction
 
     from fairspec.backends.data.flips import replayer_name
-    from fairspec.certify.enumerate import largest_class, softmax_class_bounds
+    from fairspec.certify.enumerate import largest_class
     from fairspec.certify.rounding import float_down
     from fairspec.kinds.pair_enumeration import fragile_pair
-    from fairspec.kinds.pair_runtime import post_scores, real_softmax, runtime_violates
+    from fairspec.kinds.pair_runtime import (post_scores, real_softmax, runtime_violates, softmax_class_values,
+                                             softmax_pair_value)
 
     S, _ = post_scores(prop, model, X2)
     if S is None:
@@ -306,14 +307,13 @@ def _network_columns(prop, model, got, X2):
         top = largest_class(S.T, col)
         if any(k == top for k, _ in broke):
             c, col = top, top
-    if real_softmax(prop, model):       # the real softmax's certain difference (certify's bounds), not its floats'
-        lo, hi = softmax_class_bounds(np.asarray(model.outputs(X2), dtype=np.float64), c)
-        ex = max(Fraction(float(lo[0])) - Fraction(float(hi[1])), Fraction(float(lo[1])) - Fraction(float(hi[0])))
+    if real_softmax(prop, model):       # the real softmax's exact difference rounded down, not its floats'
+        value = softmax_pair_value(prop, model, X2, c)
     else:
-        ex = abs(Fraction(float(S[0, col])) - Fraction(float(S[1, col])))
-    value = float_down(ex)
+        value = float_down(abs(Fraction(float(S[0, col])) - Fraction(float(S[1, col]))))
     by = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
-    return Found(replace(got, outputs=(float(S[0, col]), float(S[1, col])), replayed_by=by), value,
+    outputs = softmax_class_values(prop, model, X2, c, S[:, col])     # a logit network's: exactly rounded
+    return Found(replace(got, outputs=outputs, replayed_by=by), value,
                  "a search restricted to the pre-condition's region", value, {"class": c}), None
 
 
@@ -371,6 +371,10 @@ def _outputs(prop, model, X2, tree):
     s, _ = post_scores(prop, model, X2)
     by = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
     value = runtime_pair_value(prop, model, s, X2)      # as a solver witness's value (kinds/individual_fairness)
+    if isinstance(prop.cls, int):                       # a logit network's prob(m(x), c): exactly rounded
+        from fairspec.kinds.pair_runtime import softmax_class_values
+
+        return softmax_class_values(prop, model, X2, prop.cls, s), value, value, by
     return (float(s[0]), float(s[1])), value, value, by
 
 

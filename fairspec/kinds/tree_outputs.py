@@ -255,11 +255,12 @@ def _decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
     # ordered pairs, as I and J hold them (a difference fails in one order of a pair, in one class or several)
     kb = res.bad % int(I.size)
     details["violating_pairs"] = violating = ordered_pairs(I[kb], J[kb]) if pre is None else pre.ordered_pairs(I[kb], J[kb], False)
+    from fairspec.kinds.pair_pre import violating_words     # both readings' pairs over both readings' pairs
     if pre is not None:
         w = pre.in_order(w, i, j)   # the order of the pair that meets the pre-condition
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
                    seconds=seconds, details=details,
-                   reason=f"{violating:,} of the {meeting:,} {'admissible ordered ' * (pre is None)}{unit} violate it on the library's "
+                   reason=f"{violating_words(pre, I, J, violating, meeting, 'admissible ordered ' * (pre is None) + unit)} violate it on the library's "
                           "runtime (enumeration)")
 
 

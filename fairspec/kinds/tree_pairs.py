@@ -465,11 +465,13 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
     # ordered pairs, as I and J hold them: a label comparison fails in one order of a pair with two labels
     details["violating_pairs"] = violating = (ordered_pairs(I[res.bad], J[res.bad]) if pre is None else
                                               pre.ordered_pairs(I[res.bad], J[res.bad], False))   # both readings'
+    from fairspec.kinds.pair_pre import violating_words     # both readings' pairs over both readings' pairs
+
     if pre is not None:
         w = pre.in_order(w, i, j)   # the order of the pair that meets the pre-condition (both readings)
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
                    seconds=seconds, details=details,
-                   reason=f"{violating:,} of the {meeting:,} {'admissible ordered ' * (pre is None)}{unit} violate it on the library's "
+                   reason=f"{violating_words(pre, I, J, violating, meeting, 'admissible ordered ' * (pre is None) + unit)} violate it on the library's "
                           "runtime (enumeration)")
 
 
