@@ -301,3 +301,12 @@ def hand_set_logistic(coef, intercept):
         est.fit(np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 2.0], [1.0, 3.0]]), [0, 1, 0, 1])
     est.coef_, est.intercept_ = np.array([coef], dtype=np.float64), np.array([intercept], dtype=np.float64)
     return est
+
+
+def pytest_configure(config):
+    """FAIRSPEC_SUITE_PROFILE=DIR: each test's wall and CPU (its process, reaped children and live descendants)
+    written to DIR (tests/suite_profile.py; summed by bench/suite_profile_report.py). Unset: nothing loaded."""
+    if os.environ.get("FAIRSPEC_SUITE_PROFILE"):
+        import suite_profile
+
+        suite_profile.register(config)
