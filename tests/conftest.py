@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
 import os
 import re
 import shutil
@@ -144,12 +146,11 @@ def fairspec_command() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "fairspec.cli"]
 
 
-def _warm_language_server() -> None:
+def _warm_language_server(client) -> None:
     """The suite's language servers (fairspec.lsp.client.Session, test_lsp_hostile's processes) forked
     from tests/cli_forkserver.py's warm server through its relay: ~100 sessions no longer start Python and
     import fairspec, pygls and lsprotocol each (~0.8 s CPU a start)."""
     import cli_forkserver
-    import fairspec.lsp.client as client
 
     fresh = client.server_command
 
@@ -159,7 +160,36 @@ def _warm_language_server() -> None:
     client.server_command = server_command
 
 
-_warm_language_server()
+class _WarmOnImport(importlib.abc.MetaPathFinder):
+    """fairspec.lsp.client patched by _warm_language_server as it is imported, not imported here: lsprotocol
+    costs ~0.55 CPU s in every pytest process that loads this file, most of which start no language server (the
+    xdist controller, test_packaging's inner `pytest -n 2` and its two workers)."""
+
+    NAME = "fairspec.lsp.client"
+
+    def find_spec(self, name, path, target=None):
+        if name != self.NAME:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        loader = spec.loader
+
+        class Loader(importlib.abc.Loader):
+            def create_module(self, spec):
+                return loader.create_module(spec)
+
+            def exec_module(self, module):
+                loader.exec_module(module)
+                _warm_language_server(module)
+
+        spec.loader = Loader()
+        return spec
+
+
+if _WarmOnImport.NAME in sys.modules:
+    _warm_language_server(sys.modules[_WarmOnImport.NAME])
+else:
+    sys.meta_path.insert(0, _WarmOnImport())
 
 
 def _cli_env(overrides: dict | None = None) -> dict[str, str]:
@@ -301,3 +331,12 @@ def hand_set_logistic(coef, intercept):
         est.fit(np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 2.0], [1.0, 3.0]]), [0, 1, 0, 1])
     est.coef_, est.intercept_ = np.array([coef], dtype=np.float64), np.array([intercept], dtype=np.float64)
     return est
+
+
+def pytest_configure(config):
+    """FAIRSPEC_SUITE_PROFILE=DIR: each test's wall and CPU (its process, reaped children and live descendants)
+    written to DIR (tests/suite_profile.py; summed by bench/suite_profile_report.py). Unset: nothing loaded."""
+    if os.environ.get("FAIRSPEC_SUITE_PROFILE"):
+        import suite_profile
+
+        suite_profile.register(config)

@@ -80,6 +80,20 @@ def test_a_time_out_kills_the_forked_command(tmp_path):
     assert run_cli("lint", "s.fair", cwd=tmp_path).returncode == 0   # the server still serves
 
 
+def test_the_conftest_patches_the_language_server_client_only_when_it_is_imported():
+    """tests/conftest.py leaves fairspec.lsp.client (lsprotocol, ~0.55 CPU s) unimported -- the xdist controller and
+    test_packaging's inner pytest runs start no language server -- and points its server_command at the relay
+    once something imports it."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import conftest; "
+            "assert 'fairspec.lsp.client' not in sys.modules and 'lsprotocol' not in sys.modules, 'imported'; "
+            "from fairspec.lsp.client import server_command; "
+            "print(server_command.__qualname__, server_command.__module__)")
+    r = subprocess.run([sys.executable, "-c", code, tests], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["_warm_language_server.<locals>.server_command", "conftest"], r.stdout
+
+
 def test_a_language_server_through_the_relay_answers_as_a_fresh_one(tmp_path):
     from fairspec.lsp.client import Session, server_command
 
