@@ -218,8 +218,60 @@ def gap3(stats, seeds):
                     return int(x["a"]) == k and x["r"] == y["r"] and abs(1 / (1 + math.exp(-zz[0])) - 1 / (1 + math.exp(-zz[1]))) > eps
                 tally(stats, "gap3 prob of logit", v, truth, okw)
 
+NARROW_DECLS = ("features F {\n  g : {A, B, C} protected\n  s : bool protected\n  a : int in [0, 9]\n"
+                "  u : int in [0, 199]\n  v : int in [0, 199]\n}\n"
+                'model m = onnx("m.onnx", score = logit)\nencode F for m {\n  g : onehot\n  s : raw\n  a : raw\n}\n')
+
+#: (tolerance on u or None, pre-condition on u, v (and x.a), satisfiable, predicate on (a, ux, vx, uy, vy))
+GAP4 = [(None, "x.u >= 150 and x.v >= 150", True, lambda a, ux, vx, uy, vy: ux >= 150 and vx >= 150),
+        (None, "x.u + x.v == 300", True, lambda a, ux, vx, uy, vy: ux + vx == 300),
+        (None, "x.u > x.v + 190", True, lambda a, ux, vx, uy, vy: ux > vx + 190),
+        (None, "x.u * x.v == 391", True, lambda a, ux, vx, uy, vy: ux * vx == 391),
+        (None, "x.u == x.a * 20 + 7 and x.v > 100", True, lambda a, ux, vx, uy, vy: ux == a * 20 + 7 and vx > 100),
+        (None, "x.u + x.v == 400", False, lambda a, ux, vx, uy, vy: ux + vx == 400),
+        (None, "x.u * 2 == 2 * x.v + 1", False, lambda a, ux, vx, uy, vy: 2 * ux == 2 * vx + 1),
+        ("<= 2", "x.u > x'.u + 1 and x.v >= 180 and x.u < 10", True,
+         lambda a, ux, vx, uy, vy: ux > uy + 1 and vx >= 180 and ux < 10),
+        ("< 2", "x.u > x'.u + 1 and x.v >= 180", False, lambda a, ux, vx, uy, vy: ux > uy + 1)]
+
+
+def gap4(stats, seeds):
+    """ints u, v of 200 values the model does not read, bounded jointly by the pre-condition (the completion's
+    4,096 combinations walk u = 0.. first)."""
+    from test_pre_relax import dyadic_net
+    pts = _points()
+    for seed in seeds:
+        d = Path(tempfile.mkdtemp(prefix="g4"))
+        dyadic_net(d / "m.onnx", seed)
+        sess = ort.InferenceSession(str(d / "m.onnx"), providers=["CPUExecutionProvider"])
+        lab = sess.run(None, {"x": _X(pts)})[0].reshape(-1) > 0
+        got = _one_cell(lambda i, j: lab[i] != lab[j], seed)
+        if got is None:
+            continue
+        req, pred, _ = got
+        for tol, ureq, sat, upred in GAP4:
+            for whole in (f"({req}) and {ureq}", ureq):
+                pre = f"|x.u - x'.u| {tol}\n  require {whole}" if tol else whole
+                cellp = pred if whole != ureq else (lambda x, y: True)
+                v = run(d, pre, "label(m(x)) == label(m(x'))", NARROW_DECLS)
+                truth = sat and any(lab[i] != lab[j] for i, j in _pairs("s", cellp))
+                def okw(v, upred=upred, tol=tol, cellp=cellp):
+                    fx, fy = v.witness.features, v.witness.features_prime
+                    x, y = _point(fx), _point(fy)
+                    i, j = pts.index(x), pts.index(y)
+                    vals = [fx["u"], fx["v"], fy["u"], fy["v"]]
+                    ok = all(isinstance(t, int) and 0 <= t <= 199 for t in vals) and fx["v"] == fy["v"]
+                    if tol is None:
+                        ok &= fx["u"] == fy["u"]
+                    else:
+                        k = int(tol.split()[1])
+                        ok &= abs(fx["u"] - fy["u"]) <= k if tol.startswith("<=") else abs(fx["u"] - fy["u"]) < k
+                    return ok and upred(x["a"], *vals) and cellp(x, y) and lab[i] != lab[j]
+                tally(stats, f"gap4 narrow unread ints ({'cell and ' if whole != ureq else ''}bounds)", v, truth, okw)
+
+
 if __name__ == "__main__":
-    which = sys.argv[1:] or ["1", "2", "2b", "3"]
+    which = sys.argv[1:] or ["1", "2", "2b", "3", "4"]
     stats = {}
     if "1" in which:
         gap1(stats, range(6))
@@ -229,5 +281,7 @@ if __name__ == "__main__":
         gap2b(stats, range(4))
     if "3" in which:
         gap3(stats, range(8))
+    if "4" in which:
+        gap4(stats, range(4))
     for k, s in stats.items():
         print(k, s)

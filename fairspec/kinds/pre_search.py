@@ -220,7 +220,15 @@ def _verified(prop, ctx, fs, enc, model, tree, space, A, B, k):
     try:
         got = complete_witness(prop, fs, enc, w)
     except Unsupported as e:
-        return None, f"the pre-condition is not read exactly on it: {e}"
+        got = None
+        if space.unread_chosen:     # the completion could not choose them: the candidate's own values, checked
+            try:
+                got = complete_witness(prop, fs, enc, replace(w, features={**fx, **space.given(A, k)},
+                                                              features_prime={**fy, **space.given(B, k)}))
+            except Unsupported:
+                got = None
+        if got is None:
+            return None, f"the pre-condition is not read exactly on it: {e}"
     if got is None:
         return None, "it does not meet the pre-condition read exactly"
     X2 = np.array([got.x, got.x_prime], dtype=np.float64)
@@ -462,6 +470,11 @@ class _Space:
         self.dom = {}
         self.unread_given = [n for n in self.names if n not in self.encoded and fs.get(n) is not None
                              and searched_unread(fs.get(n))]    # its values given here: a real, a wide int
+        # a discrete one only the pre-condition reads, of at most 256 values: pre_relax.complete_witness chooses its
+        # values, the first meeting the pre-condition; where it cannot (more combinations than it walks), the
+        # candidate's own (:meth:`given`)
+        self.unread_chosen = [n for n in self.names if n not in self.encoded and n not in self.unread_given
+                              and fs.get(n) is not None]
         for n in self.names:
             f = fs.get(n)
             if f is None:
@@ -479,6 +492,15 @@ class _Space:
                 self.dom[n] = ("int", 0, len(d.categories) - 1)
             else:
                 raise ValueError(f"the feature {n}'s domain is not sampled")
+
+    def given(self, A, k) -> dict:
+        """Candidate ``k``'s values of :attr:`unread_chosen` as a witness prints them: a whole number, a category's
+        name, a boolean."""
+        out = {}
+        for n in self.unread_chosen:
+            d, v = self.fs.get(n).domain, int(A[n][k])
+            out[n] = bool(v) if isinstance(d, ir.Boolean) else d.categories[v] if isinstance(d, ir.Categorical) else v
+        return out
 
     # -- values -----------------------------------------------------------------------------------------
     def specials(self, n) -> np.ndarray:
