@@ -270,6 +270,50 @@ def gap4(stats, seeds):
                 tally(stats, f"gap4 narrow unread ints ({'cell and ' if whole != ureq else ''}bounds)", v, truth, okw)
 
 
+def _gap5_forms(t):
+    """(pre-condition text on x.a, the whole numbers a of [0, 9] it holds on in both readings, or None where the
+    readings part): arithmetic and `not` bounds with the constant on the grid point t (a tie)."""
+    from fractions import Fraction as F
+    forms = [(f"x.a * 2 <= {2 * t}", lambda a: a <= t), (f"x.a * 2 < {2 * t}", lambda a: a < t),
+             (f"not (x.a < {t})", lambda a: a >= t), (f"not (x.a <= {t})", lambda a: a > t),
+             (f"(x.a + 1) / 2 > {(t + 1) / 2!r}", lambda a: a > t), (f"10 - x.a > {10 - t}", lambda a: a < t),
+             (f"x.a * 0.5 >= {t / 2!r}", lambda a: a >= t), (f"x.a * 0.1 <= {t / 10!r}", None),
+             (f"not (x.a * 3 > {3 * t} or x.a < 2)", lambda a: 2 <= a <= t)]
+    return forms
+
+
+def gap5(stats, seeds):
+    """A bound on the tied int a written with arithmetic or `not` (a tie at the grid point t), with or without a
+    dropped `or` of cells: how often unknown (the relaxation dropped the bound: a violation outside it is no
+    answer), and never wrong."""
+    from test_pre_relax import dyadic_net
+    pts = _points()
+    for seed in seeds:
+        d = Path(tempfile.mkdtemp(prefix="g5"))
+        dyadic_net(d / "m.onnx", seed)
+        sess = ort.InferenceSession(str(d / "m.onnx"), providers=["CPUExecutionProvider"])
+        lab = sess.run(None, {"x": _X(pts)})[0].reshape(-1) > 0
+        for t in (3, 5, 7):
+            for text, holds_on in _gap5_forms(t):
+                for backend in ("milp", "smt"):
+                    pred = (lambda x, y, h=holds_on: h(x["a"])) if holds_on else None
+                    v = run(d, text, "label(m(x)) == label(m(x'))", DECLS, f"  using {backend}\n")
+                    if pred is None:          # readings part at some a: only a violated's witness is judged
+                        s = stats.setdefault("gap5 arithmetic / not bound (readings part)", {"n": 0, "unknown": 0, "bad": 0})
+                        s["n"] += 1
+                        s["unknown"] += v.status == "unknown"
+                        if v.status == "holds" and any(lab[i] != lab[j] for i, j in _pairs("s", lambda x, y: x["a"] * 0.1 <= t / 10 or 10 * x["a"] <= t)):
+                            s["bad"] += 1
+                            print("WRONG holds", text, v.reason[:200], flush=True)
+                        continue
+                    truth = any(lab[i] != lab[j] for i, j in _pairs("s", pred))
+                    def okw(v, pred=pred):
+                        x, y = _point(v.witness.features), _point(v.witness.features_prime)
+                        i, j = pts.index(x), pts.index(y)
+                        return pred(x, y) and lab[i] != lab[j]
+                    tally(stats, f"gap5 arithmetic / not bound ({backend})", v, truth, okw)
+
+
 if __name__ == "__main__":
     which = sys.argv[1:] or ["1", "2", "2b", "3", "4"]
     stats = {}
@@ -283,5 +327,7 @@ if __name__ == "__main__":
         gap3(stats, range(8))
     if "4" in which:
         gap4(stats, range(4))
+    if "5" in which:
+        gap5(stats, range(4))
     for k, s in stats.items():
         print(k, s)

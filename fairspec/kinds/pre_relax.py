@@ -83,6 +83,7 @@ class Relaxation:
     dropped: tuple
     hull: tuple = ()                  # (feature, least, most): a tied real's closed hull of dropped bounds on it
     words: str = ""                   # how the engines name the relaxed pre-condition (:func:`pre_words`)
+    derived: tuple = ()               # (dropped conjunct, its whole-number bounds kept): kinds/pre_bounds
 
 
 def relax(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding) -> Relaxation | None:
@@ -110,12 +111,30 @@ def relax(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding) -> R
             (kept if ok else dropped).append(atom)
     if not dropped:
         return None
-    out = replace(prop, pre=tuple(kept))
+    from fairspec.kinds.pre_bounds import derived_bounds
+
+    derived = []                # a dropped conjunct's exact whole-number bounds (arithmetic, `not`), kept too
+    for atom in dropped:
+        got = derived_bounds(atom, prop, fs)
+        try:
+            if got and set(tied_int_bounds(replace(prop, pre=got), fs)) <= encoded:
+                derived.append((atom, got))
+        except Unsupported:
+            pass
+    extra = tuple(b for _, got in derived for b in got)
+    out = replace(prop, pre=tuple(kept) + extra)
     try:
         tied_int_bounds(out, fs)
     except Unsupported:
-        return None
-    return Relaxation(out, tuple(kept), tuple(dropped), real_hull(prop, fs, enc, dropped))
+        if not extra:
+            return None
+        out, extra, derived = replace(prop, pre=tuple(kept)), (), []      # as before, without the derived bounds
+        try:
+            tied_int_bounds(out, fs)
+        except Unsupported:
+            return None
+    return Relaxation(out, tuple(kept) + extra, tuple(dropped), real_hull(prop, fs, enc, dropped), "",
+                      tuple(derived))
 
 
 def real_hull(prop, fs, enc, atoms) -> tuple:
@@ -217,8 +236,13 @@ def claim(rel: Relaxation, fs) -> str:
     hull = [f"{n} in [{lo!r}, {hi!r}]" for n, lo, hi in rel.hull]
     box = (f"every pair of the domain with {', '.join([_texts(rel.kept, fs)] * bool(rel.kept) + hull)}"
            if rel.kept or hull else "every pair of the domain")
+    read = {a for a, _ in rel.derived}
+    plain = tuple(a for a in rel.dropped if a not in read)
+    as_bounds = "; ".join(f"`{text(a, fs)}` only as {_texts(got, fs)}" for a, got in rel.derived)
     return (f"{box}, a superset of the pairs meeting the pre-condition; the pre-condition's "
-            f"{_texts(rel.dropped, fs)} {'was' if len(rel.dropped) == 1 else 'were'} not used"
+            + (f"{_texts(plain, fs)} {'was' if len(plain) == 1 else 'were'} not used" if plain else "")
+            + ("; " * bool(plain and as_bounds))
+            + (f"{as_bounds} (the whole numbers it holds on in both readings of its constants)" if as_bounds else "")
             + (" (a bound on a tied real only as its closed hull, rounded outward)" if hull else ""))
 
 
@@ -339,8 +363,11 @@ def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float, 
     if _read_back(v):
         return v
     said = claim(rel, fs)
-    details = {**(v.details or {}), "pre_condition": {"relaxed": said, "kept": [text(e, fs) for e in rel.kept],
-                                                      "not_used": [text(e, fs) for e in rel.dropped]}}
+    read = {a for a, _ in rel.derived}
+    details = {**(v.details or {}), "pre_condition": {
+        "relaxed": said, "kept": [text(e, fs) for e in rel.kept],
+        "not_used": [text(e, fs) for e in rel.dropped if e not in read],
+        **({"as_bounds": {text(a, fs): [text(b, fs) for b in got] for a, got in rel.derived}} if read else {})}}
     cov = details.get("coverage")
     if isinstance(cov, dict) and isinstance(cov.get("shares"), dict):
         details["coverage"] = {**cov, "shares": shares_of(prop, fs, cov["shares"], rel)}
