@@ -174,3 +174,50 @@ def test_a_bound_written_with_arithmetic_or_not_is_kept_by_the_relaxation(tmp_pa
                 assert "only as `x.a" in v.reason, v.reason
                 proved += 1
     assert proved, "no case where the bound proves it"
+
+
+def test_a_real_s_hull_holds_every_value_meeting_an_arithmetic_or_not_bound(tmp_path):
+    """pre_relax.real_hull reads an arithmetic / `not` conjunct on the tied real r (pre_bounds.real_bounds): every
+    float of [0, 1] meeting it in either reading of its constants (PairPre's exact reading; the floats at and 1-4
+    ulps around each reading's bound, ties on grid points) lies in the hull; the hull is narrower than [0, 1]."""
+    from types import SimpleNamespace
+
+    from fairspec.ir.no_pair import _as_decimal, _as_float
+    from fairspec.kinds.pair_pre import PairPre
+    from fairspec.kinds.pre_bounds import real_bounds
+    from fairspec.kinds.pre_relax import real_hull
+
+    rng = np.random.default_rng(7)
+    reqs = ["x.r * 2 <= 1", "not (x.r < 0.3)", "1 - x.r > 0.7", "x.r / 0.1 <= 3", "not (x.r >= 0.6 or x.r < 0.2)",
+            "x.r * 3 < 0.9", "(x.r + 0.1) * 10 >= 4", "x'.r * 4 == 1", "not (x.r * 2 > 1.2)"]
+    for _ in range(60):
+        k = ["2", "0.1", "3", "0.5", "-2", "10", "0.3"][rng.integers(7)]
+        c = ["0.3", "0.5", "0.6", "1", "0.9", "0.25", "-0.4", "1.2"][rng.integers(8)]
+        op = ["<", "<=", ">", ">=", "=="][rng.integers(5)]
+        a = f"x.r * {k} {op} {c}" if rng.random() < 0.7 else f"{c} {op} x.r * {k} + 0.1"
+        reqs.append(f"not ({a})" if rng.random() < 0.3 else a)
+    spec = _props(tmp_path, reqs)
+    enc = SimpleNamespace(columns=[SimpleNamespace(feature="r", kind="raw")])
+    narrowed = 0
+    for req, prop in zip(reqs, spec.properties):
+        fs = spec.feature_set(prop.features)
+        (atom,) = prop.pre
+        hull = dict((n, (lo, hi)) for n, lo, hi in real_hull(prop, fs, enc, [atom]))
+        if "r" not in hull:
+            continue
+        lo, hi = hull["r"]
+        narrowed += (lo, hi) != (0.0, 1.0)
+        pre = PairPre(prop, fs, {n: np.zeros(2) for n in ("a", "b", "r")})
+        probe = {0.0, 1.0, lo, hi} | {float(x) for x in np.linspace(0, 1, 101)}
+        for _, _, reads in real_bounds(atom, prop, fs):
+            for v in reads:
+                x = float(v)
+                for step in range(5):
+                    probe |= {x, float(np.nextafter(x, 2)), float(np.nextafter(x, -1))}
+                    x = float(np.nextafter(x, 2))
+        for v in sorted(p for p in probe if 0.0 <= p <= 1.0):
+            env = {(var, n): Fraction(v) if n == "r" else Fraction(0) for var in (prop.var, prop.var_prime)
+                   for n in ("a", "b", "r")}
+            if any(bool(pre._exact(atom, env, read)) for read in (_as_float, _as_decimal)):
+                assert lo <= v <= hi, (req, v, lo, hi)
+    assert narrowed >= 30, narrowed

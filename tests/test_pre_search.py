@@ -1046,3 +1046,15 @@ def test_complete_witness_prunes_by_a_conjunct_on_one_unread_feature(tmp_path):
                ((True, 195), (True, 195))):
         with pytest.raises(Unsupported):
             run("x.u + x.v == 390", uv)
+
+
+@pytest.mark.parametrize("req", ["not (x.r < 0.625)", "x.r * 2 >= 1.25", "(1 - x.r) * 4 <= 1.5"])
+def test_an_arithmetic_or_not_bound_on_a_tied_real_narrows_the_relaxation_s_hull(tmp_path, req, monkeypatch):
+    """Pairs flip only where r < 9/16: `not (x.r < 0.625)` (r >= 5/8) holds. Before, the conjunct was dropped whole
+    and the relaxation, violated below 9/16, left it unknown; now its hull is [0.625, 1] (kinds/pre_bounds) and
+    it is proved for that superset."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    _real_net(tmp_path / "m.onnx", 0.5)
+    v = _check(_write(tmp_path, "s", req, "label(m(x)) == label(m(x'))", "  using milp\n", REAL_DECLS))
+    assert (v.status, v.how) == ("holds", "proved"), v.reason
+    assert "r in [0.625, 1.0]" in v.reason, v.reason

@@ -62,12 +62,12 @@ def _comparisons(e, neg: bool):
     return None
 
 
-def _solved(op, left, right, prop, fs):
-    """``left op right`` as whole-number bounds on its one tied int feature (both readings agreeing), or None."""
+def _solve(op, left, right):
+    """``left op right`` solved for its one feature: ((var, name), [(op', value)] per reading -- float, decimal)
+    with values Fractions, or None where it is no affine comparison of one feature."""
     from fairspec.ir.no_pair import _as_decimal, _as_float
 
-    tied = {f.name for f in fs.features} - set(prop.free) - {f for f, _ in prop.relaxed}
-    got, ref = set(), None
+    out, ref = [], None
     for read in (_as_float, _as_decimal):
         a, b = _affine(left, read), _affine(right, read)
         if a is None or b is None:
@@ -79,14 +79,25 @@ def _solved(op, left, right, prop, fs):
         k, c = ka - kb, cb - ca                          # k·f op c
         if k == 0:
             return None
-        o = op if k > 0 else _TURN[op]
-        v = c / k
+        out.append((op if k > 0 else _TURN[op], c / k))
+        ref = r
+    return ref, out
+
+
+def _solved(op, left, right, prop, fs):
+    """``left op right`` as whole-number bounds on its one tied int feature (both readings agreeing), or None."""
+    got_ = _solve(op, left, right)
+    if got_ is None:
+        return None
+    ref, per = got_
+    got = set()
+    for o, v in per:
         fl, ce = v.numerator // v.denominator, -(-v.numerator // v.denominator)
         got.add({">": (fl + 1, None), ">=": (ce, None), "<": (None, ce - 1), "<=": (None, fl), "==": (ce, fl)}[o])
-        ref = r
-    if len(got) != 1 or ref is None:
+    if len(got) != 1:
         return None
     var, name = ref
+    tied = {f.name for f in fs.features} - set(prop.free) - {f for f, _ in prop.relaxed}
     f = fs.get(name)
     if var not in (prop.var, prop.var_prime) or name not in tied or f is None or not isinstance(f.domain, ir.IntRange):
         return None
@@ -95,6 +106,31 @@ def _solved(op, left, right, prop, fs):
     if least is not None and most is not None:
         return [ir.Cmp("==", fr, ir.Const(int(least)))] if least == most else None     # empty: not said here
     return [ir.Cmp(">=", fr, ir.Const(int(least)))] if least is not None else [ir.Cmp("<=", fr, ir.Const(int(most)))]
+
+
+def real_bounds(atom, prop: ir.IndividualFairness, fs: ir.FeatureSet) -> list:
+    """A conjunct with arithmetic or ``not`` on one tied real (kinds/pre_relax.real_hull's closed hull reads
+    them): [(name, op, (value in the float reading, value in the decimal reading))] it implies, exact Fractions
+    (``x.r * 2 <= 1``: r <= 1/2 in both), or [] where it is none (a bound already written ``x.r op c`` is
+    real_hull's own)."""
+    from fairspec.ir.no_pair import _bound
+
+    if _bound(atom) is not None:
+        return []
+    cmps = _comparisons(atom, False)
+    tied = {f.name for f in fs.features} - set(prop.free) - {f for f, _ in prop.relaxed}
+    out = []
+    for op, left, right in cmps or ():
+        got = _solve(op, left, right)
+        if got is None:
+            continue        # a part that is no bound: the others still hold on every pair meeting the conjunct
+        (var, name), per = got
+        f = fs.get(name)
+        if var not in (prop.var, prop.var_prime) or name not in tied or f is None or \
+                not isinstance(f.domain, ir.RealRange) or len({o for o, _ in per}) != 1:
+            continue
+        out.append((name, per[0][0], (per[0][1], per[1][1])))
+    return out
 
 
 def _affine(e, read):

@@ -151,17 +151,26 @@ def real_hull(prop, fs, enc, atoms) -> tuple:
 
     tied = {f.name for f in fs.features} - set(prop.free) - {f for f, _ in prop.relaxed}
     numeric = {c.feature for c in enc.columns if c.kind not in ("onehot", "code")}
+    from fairspec.kinds.pre_bounds import real_bounds
+
     box: dict = {}
+    found = []                  # (name, op, its constant's value in each reading)
     for atom in atoms:
         b = _bound(atom)
-        if b is None or b[0] not in (prop.var, prop.var_prime) or b[1] not in tied or b[1] not in numeric:
+        if b is None:           # arithmetic / `not` on one tied real, solved for it (kinds/pre_bounds)
+            found += real_bounds(atom, prop, fs)
             continue
-        f = fs.get(b[1])
-        if f is None or not isinstance(f.domain, ir.RealRange) or not math.isfinite(float(b[3])):
+        if b[0] not in (prop.var, prop.var_prime) or not math.isfinite(float(b[3])):
             continue
-        _, name, op, c = b
-        reads = [Fraction(*read(c)) for read in (_as_float, _as_decimal)]
-        lo_at, hi_at = float(min(reads)), float(max(reads))
+        found.append((b[1], b[2], [Fraction(*read(b[3])) for read in (_as_float, _as_decimal)]))
+    for name, op, reads in found:
+        f = fs.get(name)
+        if name not in tied or name not in numeric or f is None or not isinstance(f.domain, ir.RealRange):
+            continue
+        try:
+            lo_at, hi_at = float(min(reads)), float(max(reads))
+        except OverflowError:
+            continue
         if Fraction(lo_at) > min(reads):
             lo_at = float(np.nextafter(lo_at, -np.inf))
         if Fraction(hi_at) < max(reads):
