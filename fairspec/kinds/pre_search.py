@@ -33,7 +33,9 @@ reversed within its rounding; details.class the class shown). A real only the pr
 not) is sampled and moved as the others are and its float printed in the witness (pre_relax.complete_witness
 takes it only within its range, each end read as stored and as written; its tie or tolerance checked exactly); so
 is an int of more than 256 values (complete_witness chooses the values of narrower ones itself), printed as the
-whole number, taken only as an int of its range."""
+whole number, taken only as an int of its range; a narrower discrete one too where the completion cannot choose its
+values (more combinations meet the conjuncts on each one alone than it walks: `x.u + x.v == 300`; session 34),
+checked by complete_witness in its domain, tied or within its tolerance, and against the whole pre-condition."""
 
 from __future__ import annotations
 
