@@ -977,7 +977,7 @@ def _uv_region(text, tol):
 
 @pytest.mark.parametrize("uv, tol", [
     ("x.u >= 150 and x.v >= 150", None), ("x.u + x.v == 300", None), ("x.u > x.v + 190", None),
-    ("x.u + x.v == 400", None), ("x.u * 2 == 2 * x.v + 1", None),
+    ("x.u + x.v == 400", None), ("x.u * 2 == 2 * x.v + 1", None), ("x.u == x.a * 20 + 7 and x.v > 100", None),
     ("x.u > x'.u + 1 and x.v >= 180 and x.u < 10", "<= 2"), ("x.u > x'.u + 1 and x.v >= 180", "< 2")])
 def test_narrow_ints_only_the_pre_condition_reads_are_chosen_by_the_search(nets, uv, tol, monkeypatch):
     """Two ints u, v of 200 values the model does not read, bounded jointly by the pre-condition, with a dropped
@@ -1003,7 +1003,8 @@ def test_narrow_ints_only_the_pre_condition_reads_are_chosen_by_the_search(nets,
     fx, fy = v.witness.features, v.witness.features_prime
     vals = (fx["u"], fx["v"], fy["u"], fy["v"])
     assert all(type(t) is int and 0 <= t <= 199 for t in vals) and fx["v"] == fy["v"], vals
-    assert eval(uv.replace("x'.u", str(fy["u"])).replace("x.u", str(fx["u"])).replace("x.v", str(fx["v"]))), vals
+    assert eval(uv.replace("x'.u", str(fy["u"])).replace("x.u", str(fx["u"])).replace("x.v", str(fx["v"]))
+                .replace("x.a", str(fx["a"]))), vals
     if tol is None:
         assert fx["u"] == fy["u"]
     else:
@@ -1036,6 +1037,8 @@ def test_complete_witness_prunes_by_a_conjunct_on_one_unread_feature(tmp_path):
     got = run("x.u >= 150 and x.v >= 150")
     assert got is not None and (got.features["u"], got.features["v"]) == (150, 150) == \
         (got.features_prime["u"], got.features_prime["v"])
+    got = run("x.u == x.a * 20 + 7 and x.v > 100")          # u alone once the witness's a = 2 is read
+    assert got is not None and got.features["u"] == 47 and got.features["v"] == 101
     got = run("x.u > 7 and x.v < 3 and x.u + x.v == 160")
     assert got is not None and got.features["u"] + got.features["v"] == 160 and got.features["v"] < 3
     with pytest.raises(Unsupported):         # joint: the completion's first 4,096 combinations miss it

@@ -549,7 +549,18 @@ def complete_witness(prop, fs, enc, w):
                 f"{MAX_COMPLETIONS:,} value combinations")
     pre = PairPre(prop, fs, {n: np.zeros(2) for n in names}) if missing else None
     for swap in (False, True):      # x and x' as the witness has them, then exchanged (the post is symmetric)
-        per = [_pruned(prop, fs, pre, n, c, swap) for n, c in zip(missing, choices)] if missing else choices
+        known = {}                  # the witness's values of the features it names, in this order
+        if missing:
+            try:
+                for n in names:
+                    if n not in missing:
+                        px, py = (w.features_prime, w.features) if swap else (w.features, w.features_prime)
+                        known[(prop.var, n)] = _exact_value(fs.get(n), px[n])
+                        known[(prop.var_prime, n)] = _exact_value(fs.get(n), py[n])
+            except Unsupported:
+                known = None        # read on each completion below, which says why
+        per = [_pruned(prop, fs, pre, n, c, swap, missing, known) for n, c in zip(missing, choices)] \
+            if missing and known is not None else choices
         if any(not c for c in per):
             continue
         for fx, fy in completions(prop, w, missing, per, MAX_COMPLETIONS, too_many):
@@ -566,31 +577,32 @@ def complete_witness(prop, fs, enc, w):
     return None
 
 
-def _pruned(prop, fs, pre, n, pairs: list, swap: bool) -> list:
+def _pruned(prop, fs, pre, n, pairs: list, swap: bool, missing: list, known: dict) -> list:
     """The value pairs ``pairs`` of ``n`` (a feature only the pre-condition reads, x's first: x'`s first where
-    ``swap``) without those a top-level conjunct of the pre-condition reading ``n`` alone is false on, exactly in
-    both readings: no completion with one meets the pre-condition. A conjunct that cannot be read exactly there
-    keeps the pair (the whole pre-condition, read on the completion, decides). Before, the completion walked its
-    first 4,096 combinations from the least values: `x.u >= 150 and x.v >= 150` over two ints of 200 values
-    found none."""
+    ``swap``) without those a top-level conjunct of the pre-condition reading ``n`` and no other missing feature --
+    the witness's ``known`` values of the rest -- is false on, exactly in both readings: no completion with one
+    meets the pre-condition. A conjunct that cannot be read exactly there keeps the pair (the whole pre-condition,
+    read on the completion, decides). Before, the completion walked its first 4,096 combinations from the least
+    values: `x.u >= 150 and x.v >= 150`, or `x.u == x.a * 20 + 7 and x.v > 100`, over two ints of 200 values found
+    none."""
     from fairspec.ir.no_pair import _conjuncts
 
     alone = [c for e in prop.pre for c in _conjuncts(e)
-             if {x.feature for x in ir.subexpressions(c) if isinstance(x, ir.FeatureRef)} == {n}]
+             if {x.feature for x in ir.subexpressions(c) if isinstance(x, ir.FeatureRef)} & set(missing) == {n}]
     if not alone:
         return pairs
     f = fs.get(n)
     out = []
     for a, b in pairs:
         px, py = (b, a) if swap else (a, b)
-        env = {(prop.var, n): _exact_value(f, px), (prop.var_prime, n): _exact_value(f, py)}
+        env = {**known, (prop.var, n): _exact_value(f, px), (prop.var_prime, n): _exact_value(f, py)}
         keep = True
         for c in alone:
             try:
                 if not any(pre._decide_both(c, env)):
                     keep = False
                     break
-            except Unsupported:
+            except (Unsupported, KeyError):
                 continue
         if keep:
             out.append((a, b))

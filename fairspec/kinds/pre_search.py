@@ -107,7 +107,7 @@ def search(prop: ir.IndividualFairness, ctx, fs: ir.FeatureSet, enc: ir.Encoding
 
     def batch(A, B):
         nonlocal scored, checked, why
-        keep = space.admissible(A, B) & space.pre_float(A, B)
+        keep = space.admissible(A, B) & space.pre_float(A, B, loose=True)
         A, B = {k: v[keep] for k, v in A.items()}, {k: v[keep] for k, v in B.items()}
         n = int(keep.sum())
         if not n:
@@ -115,10 +115,21 @@ def search(prop: ir.IndividualFairness, ctx, fs: ir.FeatureSet, enc: ir.Encoding
         m = scorer.margin(A, B)
         scored += n
         pool.append((m, A, B))
-        for k in np.argsort(-m, kind="stable"):
-            if m[k] < -1e-9 * max(1.0, abs(float(m[k]))) or checked >= MAX_CHECKED:
+        # those meeting it on their own values of the features the completion chooses first (space.pre_float)
+        strict = space.pre_float(A, B) if space.unread_chosen else np.ones(n, dtype=bool)
+        for k in np.lexsort((-m, ~strict)):
+            if checked >= MAX_CHECKED:
                 break
-            key = tuple(float(v[k]) for v in A.values()) + tuple(float(v[k]) for v in B.values())
+            if m[k] < -1e-9 * max(1.0, abs(float(m[k]))):
+                if strict.all():
+                    break           # sorted by margin alone: none after it breaks the post either
+                continue
+            # a candidate off the filter on its own values of the features the completion chooses is checked by
+            # the completion alone: one of them per value of the others
+            cols = A if strict[k] else {f: v for f, v in A.items() if f not in space.unread_chosen}
+            colsb = B if strict[k] else {f: v for f, v in B.items() if f not in space.unread_chosen}
+            key = (bool(strict[k]),) + tuple(float(v[k]) for v in cols.values()) + \
+                tuple(float(v[k]) for v in colsb.values())
             if key in seen:
                 continue
             seen.add(key)
@@ -664,13 +675,20 @@ class _Space:
                 ok &= A[f] == B[f]
         return ok & (differ if any(f in self.prop.free for f in self.names) else True)
 
-    def pre_float(self, A, B) -> np.ndarray:
-        """The pre-condition read in floats: a filter (the exact reading decides)."""
+    def pre_float(self, A, B, loose: bool = False) -> np.ndarray:
+        """The pre-condition read in floats: a filter (the exact reading decides). ``loose``: without its top-level
+        conjuncts reading a feature whose values pre_relax.complete_witness chooses (:attr:`unread_chosen`: it
+        tries every value of them meeting the conjuncts on one alone, given the candidate's others)."""
+        from fairspec.ir.no_pair import _conjuncts
+
         env = {(self.prop.var, n): A[n] for n in self.names} | {(self.prop.var_prime, n): B[n] for n in self.names}
         n = len(next(iter(A.values())))
         out = np.ones(n, dtype=bool)
+        chosen = set(self.unread_chosen) if loose else set()
         with np.errstate(all="ignore"):
-            for e in self.prop.pre:
+            for e in (c for e in self.prop.pre for c in _conjuncts(e)):
+                if chosen and any(isinstance(x, ir.FeatureRef) and x.feature in chosen for x in ir.subexpressions(e)):
+                    continue
                 try:
                     out &= np.broadcast_to(np.asarray(_fl(e, env), dtype=bool), (n,))
                 except (ValueError, TypeError, KeyError):
