@@ -3,13 +3,18 @@
 the pre-condition in both readings and breaks the post), wrong verdicts, unknowns. FAIRSPEC_ENUMERATE_PAIRS=0: the
 solvers' relaxation, then the search.
 
-    python bench/pre_search_sweep.py [1] [2] [2b] [3]
+    python bench/pre_search_sweep.py [1] [2] [2b] [3] [4] [5]
 
 1: a three-class network's prob(c) / logit(c) (one class, forall c) under a dropped `or` of cells;
 2: a real q the model does not read, tied, bounded by the pre-condition; 2b: q within a tolerance, bounds on x.q and
 x'.q that leave the region empty or not in both readings; 3: prob of a logit model violated only where the logits
 differ least (saturated elsewhere). Session 33, before -> after: 1: 0 -> 24 of 24 found; 2: 0 -> 20 of 20;
-2b: 0 -> 8 of 8; 3: 25 -> 32 of 32; 0 wrong throughout."""
+2b: 0 -> 8 of 8; 3: 25 -> 32 of 32; 0 wrong throughout.
+4: ints u, v of 200 values only the pre-condition reads, bounded jointly (with a dropped `or` of cells, or alone);
+5: a bound on the tied int a written with arithmetic or `not`, ties at grid points. Session 34, before -> after:
+4: 8 -> 24 of 24 truly violated found in each variant (16 -> 0 unknown; the 12 left unknown meet no pair);
+5: unknown 40 -> 0 of 96 per backend (the 40 now holds (proved); 56 of 56 violations found before and after);
+0 wrong throughout."""
 import os, sys, math, tempfile
 from fractions import Fraction
 from pathlib import Path
