@@ -3,13 +3,18 @@
 the pre-condition in both readings and breaks the post), wrong verdicts, unknowns. FAIRSPEC_ENUMERATE_PAIRS=0: the
 solvers' relaxation, then the search.
 
-    python bench/pre_search_sweep.py [1] [2] [2b] [3]
+    python bench/pre_search_sweep.py [1] [2] [2b] [3] [4] [5]
 
 1: a three-class network's prob(c) / logit(c) (one class, forall c) under a dropped `or` of cells;
 2: a real q the model does not read, tied, bounded by the pre-condition; 2b: q within a tolerance, bounds on x.q and
 x'.q that leave the region empty or not in both readings; 3: prob of a logit model violated only where the logits
 differ least (saturated elsewhere). Session 33, before -> after: 1: 0 -> 24 of 24 found; 2: 0 -> 20 of 20;
-2b: 0 -> 8 of 8; 3: 25 -> 32 of 32; 0 wrong throughout."""
+2b: 0 -> 8 of 8; 3: 25 -> 32 of 32; 0 wrong throughout.
+4: ints u, v of 200 values only the pre-condition reads, bounded jointly (with a dropped `or` of cells, or alone);
+5: a bound on the tied int a written with arithmetic or `not`, ties at grid points. Session 34, before -> after:
+4: 8 -> 24 of 24 truly violated found in each variant (16 -> 0 unknown; the 12 left unknown meet no pair);
+5: unknown 40 -> 0 of 96 per backend (the 40 now holds (proved); 56 of 56 violations found before and after);
+0 wrong throughout."""
 import os, sys, math, tempfile
 from fractions import Fraction
 from pathlib import Path
@@ -218,8 +223,104 @@ def gap3(stats, seeds):
                     return int(x["a"]) == k and x["r"] == y["r"] and abs(1 / (1 + math.exp(-zz[0])) - 1 / (1 + math.exp(-zz[1]))) > eps
                 tally(stats, "gap3 prob of logit", v, truth, okw)
 
+NARROW_DECLS = ("features F {\n  g : {A, B, C} protected\n  s : bool protected\n  a : int in [0, 9]\n"
+                "  u : int in [0, 199]\n  v : int in [0, 199]\n}\n"
+                'model m = onnx("m.onnx", score = logit)\nencode F for m {\n  g : onehot\n  s : raw\n  a : raw\n}\n')
+
+#: (tolerance on u or None, pre-condition on u, v (and x.a), satisfiable, predicate on (a, ux, vx, uy, vy))
+GAP4 = [(None, "x.u >= 150 and x.v >= 150", True, lambda a, ux, vx, uy, vy: ux >= 150 and vx >= 150),
+        (None, "x.u + x.v == 300", True, lambda a, ux, vx, uy, vy: ux + vx == 300),
+        (None, "x.u > x.v + 190", True, lambda a, ux, vx, uy, vy: ux > vx + 190),
+        (None, "x.u * x.v == 391", True, lambda a, ux, vx, uy, vy: ux * vx == 391),
+        (None, "x.u == x.a * 20 + 7 and x.v > 100", True, lambda a, ux, vx, uy, vy: ux == a * 20 + 7 and vx > 100),
+        (None, "x.u + x.v == 400", False, lambda a, ux, vx, uy, vy: ux + vx == 400),
+        (None, "x.u * 2 == 2 * x.v + 1", False, lambda a, ux, vx, uy, vy: 2 * ux == 2 * vx + 1),
+        ("<= 2", "x.u > x'.u + 1 and x.v >= 180 and x.u < 10", True,
+         lambda a, ux, vx, uy, vy: ux > uy + 1 and vx >= 180 and ux < 10),
+        ("< 2", "x.u > x'.u + 1 and x.v >= 180", False, lambda a, ux, vx, uy, vy: ux > uy + 1)]
+
+
+def gap4(stats, seeds):
+    """ints u, v of 200 values the model does not read, bounded jointly by the pre-condition (the completion's
+    4,096 combinations walk u = 0.. first)."""
+    from test_pre_relax import dyadic_net
+    pts = _points()
+    for seed in seeds:
+        d = Path(tempfile.mkdtemp(prefix="g4"))
+        dyadic_net(d / "m.onnx", seed)
+        sess = ort.InferenceSession(str(d / "m.onnx"), providers=["CPUExecutionProvider"])
+        lab = sess.run(None, {"x": _X(pts)})[0].reshape(-1) > 0
+        got = _one_cell(lambda i, j: lab[i] != lab[j], seed)
+        if got is None:
+            continue
+        req, pred, _ = got
+        for tol, ureq, sat, upred in GAP4:
+            for whole in (f"({req}) and {ureq}", ureq):
+                pre = f"|x.u - x'.u| {tol}\n  require {whole}" if tol else whole
+                cellp = pred if whole != ureq else (lambda x, y: True)
+                v = run(d, pre, "label(m(x)) == label(m(x'))", NARROW_DECLS)
+                truth = sat and any(lab[i] != lab[j] for i, j in _pairs("s", cellp))
+                def okw(v, upred=upred, tol=tol, cellp=cellp):
+                    fx, fy = v.witness.features, v.witness.features_prime
+                    x, y = _point(fx), _point(fy)
+                    i, j = pts.index(x), pts.index(y)
+                    vals = [fx["u"], fx["v"], fy["u"], fy["v"]]
+                    ok = all(isinstance(t, int) and 0 <= t <= 199 for t in vals) and fx["v"] == fy["v"]
+                    if tol is None:
+                        ok &= fx["u"] == fy["u"]
+                    else:
+                        k = int(tol.split()[1])
+                        ok &= abs(fx["u"] - fy["u"]) <= k if tol.startswith("<=") else abs(fx["u"] - fy["u"]) < k
+                    return ok and upred(x["a"], *vals) and cellp(x, y) and lab[i] != lab[j]
+                tally(stats, f"gap4 narrow unread ints ({'cell and ' if whole != ureq else ''}bounds)", v, truth, okw)
+
+
+def _gap5_forms(t):
+    """(pre-condition text on x.a, the whole numbers a of [0, 9] it holds on in both readings, or None where the
+    readings part): arithmetic and `not` bounds with the constant on the grid point t (a tie)."""
+    from fractions import Fraction as F
+    forms = [(f"x.a * 2 <= {2 * t}", lambda a: a <= t), (f"x.a * 2 < {2 * t}", lambda a: a < t),
+             (f"not (x.a < {t})", lambda a: a >= t), (f"not (x.a <= {t})", lambda a: a > t),
+             (f"(x.a + 1) / 2 > {(t + 1) / 2!r}", lambda a: a > t), (f"10 - x.a > {10 - t}", lambda a: a < t),
+             (f"x.a * 0.5 >= {t / 2!r}", lambda a: a >= t), (f"x.a * 0.1 <= {t / 10!r}", None),
+             (f"not (x.a * 3 > {3 * t} or x.a < 2)", lambda a: 2 <= a <= t)]
+    return forms
+
+
+def gap5(stats, seeds):
+    """A bound on the tied int a written with arithmetic or `not` (a tie at the grid point t), with or without a
+    dropped `or` of cells: how often unknown (the relaxation dropped the bound: a violation outside it is no
+    answer), and never wrong."""
+    from test_pre_relax import dyadic_net
+    pts = _points()
+    for seed in seeds:
+        d = Path(tempfile.mkdtemp(prefix="g5"))
+        dyadic_net(d / "m.onnx", seed)
+        sess = ort.InferenceSession(str(d / "m.onnx"), providers=["CPUExecutionProvider"])
+        lab = sess.run(None, {"x": _X(pts)})[0].reshape(-1) > 0
+        for t in (3, 5, 7):
+            for text, holds_on in _gap5_forms(t):
+                for backend in ("milp", "smt"):
+                    pred = (lambda x, y, h=holds_on: h(x["a"])) if holds_on else None
+                    v = run(d, text, "label(m(x)) == label(m(x'))", DECLS, f"  using {backend}\n")
+                    if pred is None:          # readings part at some a: only a violated's witness is judged
+                        s = stats.setdefault("gap5 arithmetic / not bound (readings part)", {"n": 0, "unknown": 0, "bad": 0})
+                        s["n"] += 1
+                        s["unknown"] += v.status == "unknown"
+                        if v.status == "holds" and any(lab[i] != lab[j] for i, j in _pairs("s", lambda x, y: x["a"] * 0.1 <= t / 10 or 10 * x["a"] <= t)):
+                            s["bad"] += 1
+                            print("WRONG holds", text, v.reason[:200], flush=True)
+                        continue
+                    truth = any(lab[i] != lab[j] for i, j in _pairs("s", pred))
+                    def okw(v, pred=pred):
+                        x, y = _point(v.witness.features), _point(v.witness.features_prime)
+                        i, j = pts.index(x), pts.index(y)
+                        return pred(x, y) and lab[i] != lab[j]
+                    tally(stats, f"gap5 arithmetic / not bound ({backend})", v, truth, okw)
+
+
 if __name__ == "__main__":
-    which = sys.argv[1:] or ["1", "2", "2b", "3"]
+    which = sys.argv[1:] or ["1", "2", "2b", "3", "4"]
     stats = {}
     if "1" in which:
         gap1(stats, range(6))
@@ -229,5 +330,9 @@ if __name__ == "__main__":
         gap2b(stats, range(4))
     if "3" in which:
         gap3(stats, range(8))
+    if "4" in which:
+        gap4(stats, range(4))
+    if "5" in which:
+        gap5(stats, range(4))
     for k, s in stats.items():
         print(k, s)

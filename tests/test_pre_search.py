@@ -960,3 +960,104 @@ def test_a_tree_s_searched_value_is_its_measure_rounded_down(tmp_path, monkeypat
         assert v.bound is not None and Fraction(v.bound[0]) <= truth <= Fraction(v.bound[1]), v.bound
     else:
         assert Fraction(v.value) <= truth < Fraction(v.value) + Fraction(2.0 ** -52), v.value
+
+
+NARROW_DECLS = UNREAD_DECLS.replace("  q : real in [0, 1]\n", "  u : int in [0, 199]\n  v : int in [0, 199]\n")
+
+
+def _uv_region(text, tol):
+    """The (x.u, x.v, x'.u, x'.v) of [0, 199] meeting ``text`` (integer constants: one reading), v tied, u tied or
+    within the integer ``tol`` (brute force over u's pairs and v)."""
+    code = compile(text.replace("x'.u", "UY").replace("x.u", "UX").replace("x.v", "V"), "<uv>", "eval")
+    op, t = tol.split() if tol else ("<=", "0")
+    k = int(t) - (op == "<")
+    return [(ux, v, uy, v) for ux in range(200) for uy in range(max(0, ux - k), min(199, ux + k) + 1)
+            for v in range(200) if eval(code, {"UX": ux, "UY": uy, "V": v})]
+
+
+@pytest.mark.parametrize("uv, tol", [
+    ("x.u >= 150 and x.v >= 150", None), ("x.u + x.v == 300", None), ("x.u > x.v + 190", None),
+    ("x.u + x.v == 400", None), ("x.u * 2 == 2 * x.v + 1", None), ("x.u == x.a * 20 + 7 and x.v > 100", None),
+    ("x.u > x'.u + 1 and x.v >= 180 and x.u < 10", "<= 2"), ("x.u > x'.u + 1 and x.v >= 180", "< 2")])
+def test_narrow_ints_only_the_pre_condition_reads_are_chosen_by_the_search(nets, uv, tol, monkeypatch):
+    """Two ints u, v of 200 values the model does not read, bounded jointly by the pre-condition, with a dropped
+    `or` of cells. pre_relax.complete_witness chose their values walking its first 4,096 combinations from u = 0:
+    before, every such property was unknown ("on more than 4,096 value combinations"). Now a conjunct on one of
+    them alone prunes its values, and the search gives its candidates' values where the completion cannot choose
+    them. Brute force: where some (u, v) meets it, violated with a pair in the cell whose u, v are whole numbers
+    of [0, 199] meeting it, tied (u within its tolerance); where none does, never violated."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, z = nets[1]
+    lab = z > 0
+    got = _one_cell(lambda i, j: lab[i] != lab[j], 1)
+    assert got is not None
+    req, pred, _ = got
+    nonempty = bool(_uv_region(uv, tol)) if "x'.u" in uv else uv not in ("x.u + x.v == 400", "x.u * 2 == 2 * x.v + 1")
+    line = f"({req}) and {uv}" if tol is None else f"|x.u - x'.u| {tol}\n  require ({req}) and {uv}"
+    v = _check(_write(d, "s", line, "label(m(x)) == label(m(x'))", "  using milp\n", NARROW_DECLS, "uv.fair"))
+    if not nonempty:
+        assert v.status != "violated", v.reason
+        return
+    assert v.status == "violated", v.reason
+    _judge(v, pred, lambda i, j: lab[i] != lab[j], True)
+    fx, fy = v.witness.features, v.witness.features_prime
+    vals = (fx["u"], fx["v"], fy["u"], fy["v"])
+    assert all(type(t) is int and 0 <= t <= 199 for t in vals) and fx["v"] == fy["v"], vals
+    assert eval(uv.replace("x'.u", str(fy["u"])).replace("x.u", str(fx["u"])).replace("x.v", str(fx["v"]))
+                .replace("x.a", str(fx["a"]))), vals
+    if tol is None:
+        assert fx["u"] == fy["u"]
+    else:
+        k = int(tol.split()[1])
+        assert abs(fx["u"] - fy["u"]) <= k if tol.startswith("<=") else abs(fx["u"] - fy["u"]) < k
+
+
+def test_complete_witness_prunes_by_a_conjunct_on_one_unread_feature(tmp_path):
+    """Bounds on two ints u, v of 200 values the model does not read, tied: the completion's first 4,096
+    combinations (u = 0 .. 20) meet none of `x.u >= 150 and x.v >= 150`; each conjunct on one feature alone prunes
+    its values first, so the pair is completed (u = v = 150). A witness naming u, v (the search's) is taken only
+    with whole numbers of the range, tied."""
+    from fairspec.files import Roots
+    from fairspec.kinds.pre_relax import complete_witness
+    from fairspec.pipeline import lint
+    from fairspec.runtime.context import Context
+    from fairspec.verdict import Unsupported, Witness
+
+    dyadic_net(tmp_path / "m.onnx", 0)
+
+    def run(req, uv=None):
+        spec = lint(_write(tmp_path, "s", req, "label(m(x)) == label(m(x'))", "", NARROW_DECLS, "c.fair")).spec
+        (prop,) = spec.properties
+        fs = spec.feature_set(prop.features)
+        enc = Context(spec, roots=Roots.for_spec(tmp_path / "c.fair")).encoding(prop.model)
+        fx, fy = {"g": "A", "s": False, "a": 2}, {"g": "A", "s": True, "a": 2}
+        if uv is not None:
+            (fx["u"], fx["v"]), (fy["u"], fy["v"]) = uv
+        return complete_witness(prop, fs, enc, Witness((1.0, 0.0, 0.0, 0.0, 2.0), (1.0, 0.0, 0.0, 1.0, 2.0), fx, fy))
+    got = run("x.u >= 150 and x.v >= 150")
+    assert got is not None and (got.features["u"], got.features["v"]) == (150, 150) == \
+        (got.features_prime["u"], got.features_prime["v"])
+    got = run("x.u == x.a * 20 + 7 and x.v > 100")          # u alone once the witness's a = 2 is read
+    assert got is not None and got.features["u"] == 47 and got.features["v"] == 101
+    got = run("x.u > 7 and x.v < 3 and x.u + x.v == 160")
+    assert got is not None and got.features["u"] + got.features["v"] == 160 and got.features["v"] < 3
+    with pytest.raises(Unsupported):         # joint: the completion's first 4,096 combinations miss it
+        run("x.u + x.v == 390")
+    assert run("x.u + x.v == 390", ((195, 195), (195, 195))) is not None
+    assert run("x.u + x.v == 390", ((194, 195), (194, 195))) is None
+    for uv in (((195, 195), (196, 195)), ((200, 190), (200, 190)), ((195.5, 195), (195.5, 195)),
+               ((True, 195), (True, 195))):
+        with pytest.raises(Unsupported):
+            run("x.u + x.v == 390", uv)
+
+
+@pytest.mark.parametrize("req", ["not (x.r < 0.625)", "x.r * 2 >= 1.25", "(1 - x.r) * 4 <= 1.5"])
+def test_an_arithmetic_or_not_bound_on_a_tied_real_narrows_the_relaxation_s_hull(tmp_path, req, monkeypatch):
+    """Pairs flip only where r < 9/16: `not (x.r < 0.625)` (r >= 5/8) holds. Before, the conjunct was dropped whole
+    and the relaxation, violated below 9/16, left it unknown; now its hull is [0.625, 1] (kinds/pre_bounds) and
+    it is proved for that superset."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    _real_net(tmp_path / "m.onnx", 0.5)
+    v = _check(_write(tmp_path, "s", req, "label(m(x)) == label(m(x'))", "  using milp\n", REAL_DECLS))
+    assert (v.status, v.how) == ("holds", "proved"), v.reason
+    assert "r in [0.625, 1.0]" in v.reason, v.reason

@@ -6,7 +6,11 @@ ties it (or keeps it within a tolerance) and no pre-condition reads it -- change
 is the same for every value of it, and it is not enumerated. The verdict's "N-point domain" is then smaller than
 the spec's domain; before, nothing said why. Here the verdict names those features (``details.not_enumerated``) and
 its reason says so. Inside a relaxed run (kinds/pre_relax) a feature the original pre-condition reads is not one of
-them: the relaxation's verdict is read back against it."""
+them: the relaxation's verdict is read back against it.
+
+A tree model's enumeration (kinds/tree_pairs' binary posts, kinds/tree_outputs' class / prob(c) / logit(c) / value
+cells; session 34) enumerates the encoded features (and those a pre-condition reads, which it requires encoded): the
+same features are left out, and named the same way. (A protected feature the model does not read is FS403.)"""
 
 from __future__ import annotations
 

@@ -254,6 +254,9 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
         except MemoryError:
             v = None                  # the domain's cells do not fit: the exact encodings decide
         if v is not None:
+            if "points" in (v.details or {}):    # enumerated (not the split tests' proof): the features left out
+                from fairspec.kinds.enum_unread import with_not_enumerated
+                v = with_not_enumerated(v, prop, ctx)
             return unread_by_enumeration(prop, v, ctx, backend, getattr(ctx.model(prop.model), "format", None))
     small = _small_domain(prop, ctx, backend, t0)
     if small is not None:

@@ -83,6 +83,7 @@ class Relaxation:
     dropped: tuple
     hull: tuple = ()                  # (feature, least, most): a tied real's closed hull of dropped bounds on it
     words: str = ""                   # how the engines name the relaxed pre-condition (:func:`pre_words`)
+    derived: tuple = ()               # (dropped conjunct, its whole-number bounds kept): kinds/pre_bounds
 
 
 def relax(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding) -> Relaxation | None:
@@ -110,12 +111,30 @@ def relax(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding) -> R
             (kept if ok else dropped).append(atom)
     if not dropped:
         return None
-    out = replace(prop, pre=tuple(kept))
+    from fairspec.kinds.pre_bounds import derived_bounds
+
+    derived = []                # a dropped conjunct's exact whole-number bounds (arithmetic, `not`), kept too
+    for atom in dropped:
+        got = derived_bounds(atom, prop, fs)
+        try:
+            if got and set(tied_int_bounds(replace(prop, pre=got), fs)) <= encoded:
+                derived.append((atom, got))
+        except Unsupported:
+            pass
+    extra = tuple(b for _, got in derived for b in got)
+    out = replace(prop, pre=tuple(kept) + extra)
     try:
         tied_int_bounds(out, fs)
     except Unsupported:
-        return None
-    return Relaxation(out, tuple(kept), tuple(dropped), real_hull(prop, fs, enc, dropped))
+        if not extra:
+            return None
+        out, extra, derived = replace(prop, pre=tuple(kept)), (), []      # as before, without the derived bounds
+        try:
+            tied_int_bounds(out, fs)
+        except Unsupported:
+            return None
+    return Relaxation(out, tuple(kept) + extra, tuple(dropped), real_hull(prop, fs, enc, dropped), "",
+                      tuple(derived))
 
 
 def real_hull(prop, fs, enc, atoms) -> tuple:
@@ -132,17 +151,26 @@ def real_hull(prop, fs, enc, atoms) -> tuple:
 
     tied = {f.name for f in fs.features} - set(prop.free) - {f for f, _ in prop.relaxed}
     numeric = {c.feature for c in enc.columns if c.kind not in ("onehot", "code")}
+    from fairspec.kinds.pre_bounds import real_bounds
+
     box: dict = {}
+    found = []                  # (name, op, its constant's value in each reading)
     for atom in atoms:
         b = _bound(atom)
-        if b is None or b[0] not in (prop.var, prop.var_prime) or b[1] not in tied or b[1] not in numeric:
+        if b is None:           # arithmetic / `not` on one tied real, solved for it (kinds/pre_bounds)
+            found += real_bounds(atom, prop, fs)
             continue
-        f = fs.get(b[1])
-        if f is None or not isinstance(f.domain, ir.RealRange) or not math.isfinite(float(b[3])):
+        if b[0] not in (prop.var, prop.var_prime) or not math.isfinite(float(b[3])):
             continue
-        _, name, op, c = b
-        reads = [Fraction(*read(c)) for read in (_as_float, _as_decimal)]
-        lo_at, hi_at = float(min(reads)), float(max(reads))
+        found.append((b[1], b[2], [Fraction(*read(b[3])) for read in (_as_float, _as_decimal)]))
+    for name, op, reads in found:
+        f = fs.get(name)
+        if name not in tied or name not in numeric or f is None or not isinstance(f.domain, ir.RealRange):
+            continue
+        try:
+            lo_at, hi_at = float(min(reads)), float(max(reads))
+        except OverflowError:
+            continue
         if Fraction(lo_at) > min(reads):
             lo_at = float(np.nextafter(lo_at, -np.inf))
         if Fraction(hi_at) < max(reads):
@@ -217,8 +245,13 @@ def claim(rel: Relaxation, fs) -> str:
     hull = [f"{n} in [{lo!r}, {hi!r}]" for n, lo, hi in rel.hull]
     box = (f"every pair of the domain with {', '.join([_texts(rel.kept, fs)] * bool(rel.kept) + hull)}"
            if rel.kept or hull else "every pair of the domain")
+    read = {a for a, _ in rel.derived}
+    plain = tuple(a for a in rel.dropped if a not in read)
+    as_bounds = "; ".join(f"`{text(a, fs)}` only as {_texts(got, fs)}" for a, got in rel.derived)
     return (f"{box}, a superset of the pairs meeting the pre-condition; the pre-condition's "
-            f"{_texts(rel.dropped, fs)} {'was' if len(rel.dropped) == 1 else 'were'} not used"
+            + (f"{_texts(plain, fs)} {'was' if len(plain) == 1 else 'were'} not used" if plain else "")
+            + ("; " * bool(plain and as_bounds))
+            + (f"{as_bounds} (the whole numbers it holds on in both readings of its constants)" if as_bounds else "")
             + (" (a bound on a tied real only as its closed hull, rounded outward)" if hull else ""))
 
 
@@ -339,8 +372,11 @@ def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float, 
     if _read_back(v):
         return v
     said = claim(rel, fs)
-    details = {**(v.details or {}), "pre_condition": {"relaxed": said, "kept": [text(e, fs) for e in rel.kept],
-                                                      "not_used": [text(e, fs) for e in rel.dropped]}}
+    read = {a for a, _ in rel.derived}
+    details = {**(v.details or {}), "pre_condition": {
+        "relaxed": said, "kept": [text(e, fs) for e in rel.kept],
+        "not_used": [text(e, fs) for e in rel.dropped if e not in read],
+        **({"as_bounds": {text(a, fs): [text(b, fs) for b in got] for a, got in rel.derived}} if read else {})}}
     cov = details.get("coverage")
     if isinstance(cov, dict) and isinstance(cov.get("shares"), dict):
         details["coverage"] = {**cov, "shares": shares_of(prop, fs, cov["shares"], rel)}
@@ -486,10 +522,12 @@ def complete_witness(prop, fs, enc, w):
                     raise Unsupported(f"its value of {n} is not exactly the model's input")
     tol = dict(prop.relaxed)
     for n in names:
-        if n in cols or n in prop.free or n not in w.features or n not in w.features_prime or \
-                not searched_unread(fs.get(n)):
+        if n in cols or n in prop.free or n not in w.features or n not in w.features_prime:
             continue
-        a, b = w.features[n], w.features_prime[n]      # a real / wide int the model does not read: tie, tolerance
+        a, b = w.features[n], w.features_prime[n]      # a feature the model does not read: tie, tolerance
+        if not searched_unread(fs.get(n)):
+            _unread_value(fs.get(n), a)                 # a narrow one the search gave (kinds/pre_search): its domain's
+            _unread_value(fs.get(n), b)
         if not (_within(a, b, prop.relaxed_op(n), tol[n]) if n in tol else a == b):
             raise Unsupported(f"its values of {n} are not an admissible pair (the pair ties it or bounds its gap)")
     missing = [n for n in names if n not in w.features or n not in w.features_prime]
@@ -509,19 +547,66 @@ def complete_witness(prop, fs, enc, w):
 
     too_many = (f"the pre-condition reads {', '.join(missing)}, which the model does not, on more than "
                 f"{MAX_COMPLETIONS:,} value combinations")
-    pre = None
-    for fx, fy in completions(prop, w, missing, choices, MAX_COMPLETIONS, too_many):
-        if pre is None:             # built once, at the first completion (as it was built only where there is one)
-            pre = PairPre(prop, fs, {n: np.zeros(2) for n in names})
-        for ordered, (px, py) in ((w, (fx, fy)), (None, (fy, fx))):
+    pre = PairPre(prop, fs, {n: np.zeros(2) for n in names}) if missing else None
+    for swap in (False, True):      # x and x' as the witness has them, then exchanged (the post is symmetric)
+        known = {}                  # the witness's values of the features it names, in this order
+        if missing:
+            try:
+                for n in names:
+                    if n not in missing:
+                        px, py = (w.features_prime, w.features) if swap else (w.features, w.features_prime)
+                        known[(prop.var, n)] = _exact_value(fs.get(n), px[n])
+                        known[(prop.var_prime, n)] = _exact_value(fs.get(n), py[n])
+            except Unsupported:
+                known = None        # read on each completion below, which says why
+        per = [_pruned(prop, fs, pre, n, c, swap, missing, known) for n, c in zip(missing, choices)] \
+            if missing and known is not None else choices
+        if any(not c for c in per):
+            continue
+        for fx, fy in completions(prop, w, missing, per, MAX_COMPLETIONS, too_many):
+            if pre is None:         # built once, at the first completion (as it was built only where there is one)
+                pre = PairPre(prop, fs, {n: np.zeros(2) for n in names})
+            px, py = (fy, fx) if swap else (fx, fy)
             env = {}
             for n in names:
                 env[(prop.var, n)] = _exact_value(fs.get(n), px[n])
                 env[(prop.var_prime, n)] = _exact_value(fs.get(n), py[n])
             if all(pre._decide(e, env) for e in prop.pre):
                 got = replace(w, features=fx, features_prime=fy)
-                return got if ordered is not None else PairPre.swapped(got)
+                return PairPre.swapped(got) if swap else got
     return None
+
+
+def _pruned(prop, fs, pre, n, pairs: list, swap: bool, missing: list, known: dict) -> list:
+    """The value pairs ``pairs`` of ``n`` (a feature only the pre-condition reads, x's first: x'`s first where
+    ``swap``) without those a top-level conjunct of the pre-condition reading ``n`` and no other missing feature --
+    the witness's ``known`` values of the rest -- is false on, exactly in both readings: no completion with one
+    meets the pre-condition. A conjunct that cannot be read exactly there keeps the pair (the whole pre-condition,
+    read on the completion, decides). Before, the completion walked its first 4,096 combinations from the least
+    values: `x.u >= 150 and x.v >= 150`, or `x.u == x.a * 20 + 7 and x.v > 100`, over two ints of 200 values found
+    none."""
+    from fairspec.ir.no_pair import _conjuncts
+
+    alone = [c for e in prop.pre for c in _conjuncts(e)
+             if {x.feature for x in ir.subexpressions(c) if isinstance(x, ir.FeatureRef)} & set(missing) == {n}]
+    if not alone:
+        return pairs
+    f = fs.get(n)
+    out = []
+    for a, b in pairs:
+        px, py = (b, a) if swap else (a, b)
+        env = {**known, (prop.var, n): _exact_value(f, px), (prop.var_prime, n): _exact_value(f, py)}
+        keep = True
+        for c in alone:
+            try:
+                if not any(pre._decide_both(c, env)):
+                    keep = False
+                    break
+            except (Unsupported, KeyError):
+                continue
+        if keep:
+            out.append((a, b))
+    return out
 
 
 def searched_unread(f) -> bool:
@@ -529,6 +614,25 @@ def searched_unread(f) -> bool:
     than 256 values) rather than chosen here among its values (:func:`complete_witness`)?"""
     d = f.domain
     return isinstance(d, ir.RealRange) or (isinstance(d, ir.IntRange) and d.hi - d.lo > 255)
+
+
+def _unread_value(f, v) -> None:
+    """A witness's value ``v`` of a discrete feature ``f`` the model does not read, of at most 256 values (given by
+    kinds/pre_search where the completion cannot choose it): one of its domain's, as decode_row prints it (a whole
+    number, a category's name, a boolean), else Unsupported."""
+    import numbers
+
+    d = f.domain
+    if isinstance(d, ir.IntRange):
+        if isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v)) and \
+                float(v) == round(float(v)) and d.lo <= v <= d.hi:
+            return None
+    elif isinstance(d, ir.Boolean):
+        if isinstance(v, str) and v in d.categories or not isinstance(v, str) and v in (0, 1):
+            return None
+    elif isinstance(d, ir.Categorical) and isinstance(v, str) and v in d.categories:
+        return None
+    raise Unsupported(f"its value of {f.name} ({v!r}) is no value of its domain")
 
 
 def _unread_int(f, v) -> None:

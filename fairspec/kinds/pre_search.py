@@ -33,7 +33,9 @@ reversed within its rounding; details.class the class shown). A real only the pr
 not) is sampled and moved as the others are and its float printed in the witness (pre_relax.complete_witness
 takes it only within its range, each end read as stored and as written; its tie or tolerance checked exactly); so
 is an int of more than 256 values (complete_witness chooses the values of narrower ones itself), printed as the
-whole number, taken only as an int of its range."""
+whole number, taken only as an int of its range; a narrower discrete one too where the completion cannot choose its
+values (more combinations meet the conjuncts on each one alone than it walks: `x.u + x.v == 300`; session 34),
+checked by complete_witness in its domain, tied or within its tolerance, and against the whole pre-condition."""
 
 from __future__ import annotations
 
@@ -105,7 +107,7 @@ def search(prop: ir.IndividualFairness, ctx, fs: ir.FeatureSet, enc: ir.Encoding
 
     def batch(A, B):
         nonlocal scored, checked, why
-        keep = space.admissible(A, B) & space.pre_float(A, B)
+        keep = space.admissible(A, B) & space.pre_float(A, B, loose=True)
         A, B = {k: v[keep] for k, v in A.items()}, {k: v[keep] for k, v in B.items()}
         n = int(keep.sum())
         if not n:
@@ -113,10 +115,21 @@ def search(prop: ir.IndividualFairness, ctx, fs: ir.FeatureSet, enc: ir.Encoding
         m = scorer.margin(A, B)
         scored += n
         pool.append((m, A, B))
-        for k in np.argsort(-m, kind="stable"):
-            if m[k] < -1e-9 * max(1.0, abs(float(m[k]))) or checked >= MAX_CHECKED:
+        # those meeting it on their own values of the features the completion chooses first (space.pre_float)
+        strict = space.pre_float(A, B) if space.unread_chosen else np.ones(n, dtype=bool)
+        for k in np.lexsort((-m, ~strict)):
+            if checked >= MAX_CHECKED:
                 break
-            key = tuple(float(v[k]) for v in A.values()) + tuple(float(v[k]) for v in B.values())
+            if m[k] < -1e-9 * max(1.0, abs(float(m[k]))):
+                if strict.all():
+                    break           # sorted by margin alone: none after it breaks the post either
+                continue
+            # a candidate off the filter on its own values of the features the completion chooses is checked by
+            # the completion alone: one of them per value of the others
+            cols = A if strict[k] else {f: v for f, v in A.items() if f not in space.unread_chosen}
+            colsb = B if strict[k] else {f: v for f, v in B.items() if f not in space.unread_chosen}
+            key = (bool(strict[k]),) + tuple(float(v[k]) for v in cols.values()) + \
+                tuple(float(v[k]) for v in colsb.values())
             if key in seen:
                 continue
             seen.add(key)
@@ -220,7 +233,15 @@ def _verified(prop, ctx, fs, enc, model, tree, space, A, B, k):
     try:
         got = complete_witness(prop, fs, enc, w)
     except Unsupported as e:
-        return None, f"the pre-condition is not read exactly on it: {e}"
+        got = None
+        if space.unread_chosen:     # the completion could not choose them: the candidate's own values, checked
+            try:
+                got = complete_witness(prop, fs, enc, replace(w, features={**fx, **space.given(A, k)},
+                                                              features_prime={**fy, **space.given(B, k)}))
+            except Unsupported:
+                got = None
+        if got is None:
+            return None, f"the pre-condition is not read exactly on it: {e}"
     if got is None:
         return None, "it does not meet the pre-condition read exactly"
     X2 = np.array([got.x, got.x_prime], dtype=np.float64)
@@ -466,6 +487,11 @@ class _Space:
         self.dom = {}
         self.unread_given = [n for n in self.names if n not in self.encoded and fs.get(n) is not None
                              and searched_unread(fs.get(n))]    # its values given here: a real, a wide int
+        # a discrete one only the pre-condition reads, of at most 256 values: pre_relax.complete_witness chooses its
+        # values, the first meeting the pre-condition; where it cannot (more combinations than it walks), the
+        # candidate's own (:meth:`given`)
+        self.unread_chosen = [n for n in self.names if n not in self.encoded and n not in self.unread_given
+                              and fs.get(n) is not None]
         for n in self.names:
             f = fs.get(n)
             if f is None:
@@ -483,6 +509,15 @@ class _Space:
                 self.dom[n] = ("int", 0, len(d.categories) - 1)
             else:
                 raise ValueError(f"the feature {n}'s domain is not sampled")
+
+    def given(self, A, k) -> dict:
+        """Candidate ``k``'s values of :attr:`unread_chosen` as a witness prints them: a whole number, a category's
+        name, a boolean."""
+        out = {}
+        for n in self.unread_chosen:
+            d, v = self.fs.get(n).domain, int(A[n][k])
+            out[n] = bool(v) if isinstance(d, ir.Boolean) else d.categories[v] if isinstance(d, ir.Categorical) else v
+        return out
 
     # -- values -----------------------------------------------------------------------------------------
     def specials(self, n) -> np.ndarray:
@@ -644,13 +679,20 @@ class _Space:
                 ok &= A[f] == B[f]
         return ok & (differ if any(f in self.prop.free for f in self.names) else True)
 
-    def pre_float(self, A, B) -> np.ndarray:
-        """The pre-condition read in floats: a filter (the exact reading decides)."""
+    def pre_float(self, A, B, loose: bool = False) -> np.ndarray:
+        """The pre-condition read in floats: a filter (the exact reading decides). ``loose``: without its top-level
+        conjuncts reading a feature whose values pre_relax.complete_witness chooses (:attr:`unread_chosen`: it
+        tries every value of them meeting the conjuncts on one alone, given the candidate's others)."""
+        from fairspec.ir.no_pair import _conjuncts
+
         env = {(self.prop.var, n): A[n] for n in self.names} | {(self.prop.var_prime, n): B[n] for n in self.names}
         n = len(next(iter(A.values())))
         out = np.ones(n, dtype=bool)
+        chosen = set(self.unread_chosen) if loose else set()
         with np.errstate(all="ignore"):
-            for e in self.prop.pre:
+            for e in (c for e in self.prop.pre for c in _conjuncts(e)):
+                if chosen and any(isinstance(x, ir.FeatureRef) and x.feature in chosen for x in ir.subexpressions(e)):
+                    continue
                 try:
                     out &= np.broadcast_to(np.asarray(_fl(e, env), dtype=bool), (n,))
                 except (ValueError, TypeError, KeyError):

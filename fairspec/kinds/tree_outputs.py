@@ -82,6 +82,9 @@ def decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0
     is unread for a reason lint cannot know (it loads no model): relaxed features, a small domain."""
     seen: dict = {}
     v = _decide_outputs(prop, ctx, mode, backend, t0, seen)
+    if seen.get("small") == "cells":      # enumerated: the declared features it left out named (kinds/enum_unread)
+        from fairspec.kinds.enum_unread import with_not_enumerated
+        v = with_not_enumerated(v, prop, ctx)
     fs = ctx.spec.feature_set(prop.features)
     if prop.options.max_rows is None or "small" not in seen or fs.data is None or prop.pre or mode == "maximize":
         return v  # not set, the trees unread, or lint's FS213 said it (no data, require, maximize)
