@@ -1,0 +1,88 @@
+"""Session 34 audit (h6): a scikit-learn GradientBoosting model whose `init` estimator is a model of its own
+(`init=LogisticRegression()`) adds that model's log-odds to the trees' sum. fairspec read the trees alone and
+folded the init's contribution into one constant (`_with_base`, the median at 8 probe points); a dependence on
+the protected feature smaller than the self-check's tolerance (rtol 1e-5) went unseen, and a pair property was
+`holds (proved)` -- by the cell enumeration (the protected feature split by no tree: one cell) and, on the
+solver path, by `prove_unread` ("the model never reads the protected ... features") -- while the model's own
+predict_proba / decision_function differ between x and x'. Truth here: brute force on the model itself."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("skops")
+
+SPEC = """features F {
+  a : int in [0, 3]
+  g : {A, B} protected
+}
+model m = sklearn("m.skops")
+# fairspec: ignore[FS427]
+encode F for m {
+  a : raw
+  g : code {A = 0, B = 1}
+}
+property pr {
+  forall x, x' : F
+  require x.* == x'.* except {g}
+  ensure |prob(m(x)) - prob(m(x'))| <= 0
+}
+property lg {
+  forall x, x' : F
+  require x.* == x'.* except {g}
+  ensure |logit(m(x)) - logit(m(x'))| <= 0.00000001
+}
+"""
+
+
+def _model(kind: str):
+    from sklearn.dummy import DummyClassifier
+    from sklearn.ensemble import GradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.integers(0, 4, 300), rng.integers(0, 2, 300)].astype(float)
+    y = ((X[:, 0] + rng.normal(0, 1, 300)) > 1.5).astype(int)
+    init = {"lr": LogisticRegression(), "dummy": DummyClassifier(strategy="prior"), "none": None}[kind]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = GradientBoostingClassifier(n_estimators=3, max_depth=1, init=init, random_state=0).fit(X, y)
+    if kind == "lr":
+        m.init_.coef_ = np.array([[0.0, 1e-7]])      # g moves the margin by 1e-7, below the self-check's rtol
+    return m
+
+
+def _truth(m) -> dict:
+    P = np.array(list(itertools.product(range(4), range(2))), dtype=float)
+    p, z = m.predict_proba(P)[:, 1], m.decision_function(P)
+    pairs = [(2 * i, 2 * i + 1) for i in range(4)]
+    return {"pr": "holds" if all(p[i] == p[j] for i, j in pairs) else "violated",
+            "lg": "holds" if all(abs(z[i] - z[j]) <= 1e-8 for i, j in pairs) else "violated"}
+
+
+@pytest.mark.parametrize("enumerate_pairs", ["1", "0"])
+@pytest.mark.parametrize("kind", ["lr", "dummy", "none"])
+def test_gb_init_estimator_is_read_or_refused(tmp_path, monkeypatch, kind, enumerate_pairs):
+    import skops.io as sio
+
+    from fairspec.pipeline import check
+
+    if enumerate_pairs == "0":
+        monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    m = _model(kind)
+    sio.dump(m, tmp_path / "m.skops")
+    (tmp_path / "s.fair").write_text(SPEC)
+    truth = _truth(m)
+    if kind == "lr":
+        assert truth == {"pr": "violated", "lg": "violated"}
+    rep = check(str(tmp_path / "s.fair"))
+    assert not rep.has_errors, rep.diagnostics
+    for v in rep.verdicts:
+        status = v.status.value if hasattr(v.status, "value") else str(v.status)
+        assert status in (truth[v.name], "unknown"), (v.name, status, truth[v.name], v.reason)
+        if kind != "lr":                             # a constant init is still read as trees and decided
+            assert status == truth[v.name], (v.name, status, v.reason)
