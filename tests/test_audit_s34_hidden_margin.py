@@ -1,4 +1,6 @@
-"""Session 34 audit (h6): a scikit-learn GradientBoosting model whose `init` estimator is a model of its own
+"""Session 34 audit (h6): parts of a scikit-learn booster's prediction its trees do not show (models/sklearn_hidden.py).
+
+A GradientBoosting model whose `init` estimator is a model of its own
 (`init=LogisticRegression()`) adds that model's log-odds to the trees' sum. fairspec read the trees alone and
 folded the init's contribution into one constant (`_with_base`, the median at 8 probe points); a dependence on
 the protected feature smaller than the self-check's tolerance (rtol 1e-5) went unseen, and a pair property was
@@ -86,3 +88,57 @@ def test_gb_init_estimator_is_read_or_refused(tmp_path, monkeypatch, kind, enume
         assert status in (truth[v.name], "unknown"), (v.name, status, truth[v.name], v.reason)
         if kind != "lr":                             # a constant init is still read as trees and decided
             assert status == truth[v.name], (v.name, status, v.reason)
+
+
+HGB_SPEC = """features F {
+  a : int in [0, 3]
+  g : {A, B} protected
+  b : int in [0, 2]
+}
+model m = sklearn("m.skops")
+# fairspec: ignore[FS427]
+encode F for m {
+  a : raw
+  g : code {A = 0, B = 1}
+  b : raw
+}
+property pa {
+  forall x, x' : F
+  require x.* == x'.* except {a}
+  ensure |prob(m(x)) - prob(m(x'))| <= 0
+}
+"""
+
+
+@pytest.mark.parametrize("enumerate_pairs", ["1", "0"])
+def test_hgb_categorical_columns_reordered(tmp_path, monkeypatch, enumerate_pairs):
+    """A HistGradientBoosting model fitted with categorical_features=[1] on an array: its `_preprocessor`
+    puts column 1 first, so its predictors' feature_idx 1 is input 0 (a). Its leaves set to multiples of
+    1e-7 (below the self-check's tolerance): fairspec read the splits on a as splits on g and proved
+    `except {a}` by 'never reads' while the model's own predict_proba differs by 2e-7."""
+    import skops.io as sio
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from fairspec.pipeline import check
+
+    if enumerate_pairs == "0":
+        monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.integers(0, 4, 400), rng.integers(0, 2, 400), rng.integers(0, 3, 400)].astype(float)
+    y = ((X[:, 0] + X[:, 2] + rng.normal(0, 0.5, 400)) > 2.5).astype(int)
+    m = HistGradientBoostingClassifier(max_iter=3, max_depth=2, categorical_features=[1]).fit(X, y)
+    for it in m._predictors:
+        nodes = it[0].nodes
+        leaf = nodes["is_leaf"].astype(bool)
+        nodes["value"][leaf] = 1e-7 * np.arange(leaf.sum())
+    P = np.array(list(itertools.product(range(4), range(2), range(3))), dtype=float)
+    p = m.predict_proba(P)[:, 1]
+    truth = "holds" if all(p[i] == p[j] for i in range(len(P)) for j in range(len(P))
+                           if P[i, 1] == P[j, 1] and P[i, 2] == P[j, 2]) else "violated"
+    assert truth == "violated"
+    sio.dump(m, tmp_path / "m.skops")
+    (tmp_path / "s.fair").write_text(HGB_SPEC)
+    rep = check(str(tmp_path / "s.fair"))
+    assert not rep.has_errors, rep.diagnostics
+    (v,) = rep.verdicts
+    assert v.status in (truth, "unknown"), (v.status, v.reason)
