@@ -142,3 +142,38 @@ def test_hgb_categorical_columns_reordered(tmp_path, monkeypatch, enumerate_pair
     assert not rep.has_errors, rep.diagnostics
     (v,) = rep.verdicts
     assert v.status in (truth, "unknown"), (v.status, v.reason)
+
+
+def test_folded_pipeline_gb_with_model_init_is_not_widened(tmp_path):
+    """A Pipeline(ColumnTransformer(OneHotEncoder(drop="first"), passthrough), GradientBoosting(init=
+    LogisticRegression())): widening the booster's trees to the dropped category's column left its init_
+    reading the narrower columns, and the small-domain enumeration crashed (exit 4, "X has 3 features, but
+    LogisticRegression is expecting 2"). Now it is not widened: the pipeline is evaluated whole (FS423)."""
+    import pandas as pd
+    import skops.io as sio
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import GradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    from fairspec.pipeline import check
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.integers(0, 4, 300), "g": rng.choice(["A", "B"], 300)})
+    y = ((df.a + (df.g == "B") * 0.5 + rng.normal(0, 0.5, 300)) > 1.6).astype(int)
+    ct = ColumnTransformer([("c", OneHotEncoder(drop="first"), ["g"]), ("p", "passthrough", ["a"])])
+    pipe = Pipeline([("ct", ct), ("gb", GradientBoostingClassifier(n_estimators=2, max_depth=1,
+                                                                   init=LogisticRegression()))]).fit(df, y)
+    sio.dump(pipe, tmp_path / "p.skops")
+    P = pd.DataFrame(list(itertools.product(range(4), ["A", "B"])), columns=["a", "g"])
+    p = pipe.predict_proba(P)[:, 1]
+    truth = "holds" if max(abs(p[2 * i] - p[2 * i + 1]) for i in range(4)) <= 0.01 else "violated"
+    (tmp_path / "s.fair").write_text(
+        'features P {\n  a : int in [0, 3]\n  g : {A, B} protected\n}\nmodel m = sklearn("p.skops")\n'
+        "property pr {\n  forall x, x' : P\n  require x.* == x'.* except {g}\n"
+        "  ensure |prob(m(x)) - prob(m(x'))| <= 0.01\n}\n")
+    rep = check(str(tmp_path / "s.fair"))
+    (v,) = rep.verdicts
+    assert "internal error" not in (v.reason or ""), v.reason
+    assert v.status == truth == "violated", (v.status, v.reason)

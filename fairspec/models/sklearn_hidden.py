@@ -25,16 +25,22 @@ CONSTANT_STRATEGIES = {"DummyClassifier": ("prior", "most_frequent", "constant")
                        "DummyRegressor": ("mean", "median", "quantile", "constant")}
 
 
-def check_constant_init(est) -> None:
-    """Raise :class:`UnsupportedModel` unless ``est`` (a fitted GradientBoosting model) starts from a
-    constant: ``init_`` is ``"zero"`` or a scikit-learn dummy estimator with a constant strategy."""
+def constant_init(est) -> bool:
+    """Whether ``est`` (a fitted GradientBoosting model) starts from a constant: ``init_`` is ``"zero"`` or
+    a scikit-learn dummy estimator with a constant strategy."""
     init = getattr(est, "init_", "zero")
-    if isinstance(init, str) and init == "zero":
-        return
+    if isinstance(init, str):
+        return init == "zero"
     kind = type(init)
-    if kind.__module__.startswith("sklearn.dummy") and getattr(init, "strategy", None) in CONSTANT_STRATEGIES.get(
-            kind.__name__, ()):
+    return kind.__module__.startswith("sklearn.dummy") and getattr(init, "strategy", None) in \
+        CONSTANT_STRATEGIES.get(kind.__name__, ())
+
+
+def check_constant_init(est) -> None:
+    """Raise :class:`UnsupportedModel` unless :func:`constant_init`."""
+    if constant_init(est):
         return
+    kind = type(getattr(est, "init_", None))
     raise UnsupportedModel(type(est).__name__, "init", f"its init estimator ({kind.__name__}) is a model of its "
                            "own whose predictions enter the margin beside the trees, so it is not read as trees")
 
