@@ -177,3 +177,23 @@ def test_folded_pipeline_gb_with_model_init_is_not_widened(tmp_path):
     (v,) = rep.verdicts
     assert "internal error" not in (v.reason or ""), v.reason
     assert v.status == truth == "violated", (v.status, v.reason)
+
+
+def test_xgboost_vector_leaf_model_says_how_to_train_it(tmp_path):
+    """An XGBClassifier trained with multi_strategy="multi_output_tree" (vector leaves) was refused with
+    "fairspec reads binary classifiers", though multiclass XGBoost models are read: the sentence now names the
+    vector leaf and the default multi_strategy fairspec reads."""
+    xgb = pytest.importorskip("xgboost")
+    from fairspec.models.base import ModelLoadError
+    from fairspec.models.treefile import check_xgboost
+
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 4, (120, 2)).astype(float)
+    y = (X[:, 0].astype(int) + X[:, 1].astype(int)) % 3
+    m = xgb.XGBClassifier(n_estimators=2, max_depth=2, tree_method="hist", multi_strategy="multi_output_tree")
+    m.fit(X, y)
+    m.save_model(tmp_path / "m.json")
+    with pytest.raises(ModelLoadError) as e:
+        check_xgboost(tmp_path / "m.json")
+    msg = str(e.value)
+    assert "binary" not in msg and "multi_output_tree" in msg and "one_output_per_tree" in msg, msg
