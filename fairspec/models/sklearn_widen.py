@@ -80,6 +80,10 @@ def widen(final, keep, width: int, scale=None, merged=None, others=None):
         est.n_features_in_ = width
         return est
     if name in BOOSTED:
+        from fairspec.models.sklearn_hidden import constant_init
+
+        if not constant_init(est):      # its init_ reads the narrower columns (and is no tree to widen)
+            return None
         for t in np.ravel(est.estimators_):
             _decision_tree(t, keep, width)
         est.n_features_in_ = width

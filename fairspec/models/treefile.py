@@ -282,8 +282,9 @@ def check_xgboost(path) -> int | None:
             raise _bad(p, f"{what} has no nodes")
         leaf_vec = _int(_get(tree, "tree_param", "size_leaf_vector"), 1)
         if leaf_vec not in (0, 1):
-            raise ModelLoadError(f"{p} holds a multi-target XGBoost tree (tree {t}); fairspec reads binary "
-                                 "classifiers", p)
+            raise ModelLoadError(f"{p} holds a multi-target XGBoost tree (tree {t}: a vector leaf, "
+                                 "multi_strategy='multi_output_tree'); fairspec reads trees of one output each "
+                                 "(train with multi_strategy='one_output_per_tree', the default)", p)
         left = _array(tree.get("left_children"), n, int, f"tree {t}'s left_children", p)
         right = _array(tree.get("right_children"), n, int, f"tree {t}'s right_children", p)
         feat = _array(tree.get("split_indices"), n, int, f"tree {t}'s split_indices", p)

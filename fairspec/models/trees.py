@@ -46,6 +46,7 @@ import numpy as np
 
 from fairspec.models.base import unnamed_inputs
 from fairspec.models.network import UnsupportedModel, sigmoid
+from fairspec.models.sklearn_hidden import check_constant_init, check_inputs_in_order
 
 __all__ = ["Tree", "TreeEnsemble", "from_sklearn", "from_xgboost", "from_lightgbm", "is_tree_model",
            "random_ensemble", "LINKS"]
@@ -351,6 +352,7 @@ def from_sklearn(est, method: str = "predict_proba", index: int | None = None) -
         ens = TreeEnsemble(tuple(trees), width, 0.0, "identity", name, divisor=float(k), tie=int(col == 0))
         return _self_check(ens, lambda X: est.predict_proba(X)[:, col], name)
     if name == "GradientBoostingClassifier":
+        check_constant_init(est)
         if len(classes) != 2:
             raise UnsupportedModel(name, "classes_", "only binary gradient boosting has a single logit")
         f = sklearn_link_factor(est)
@@ -366,6 +368,7 @@ def from_sklearn(est, method: str = "predict_proba", index: int | None = None) -
                                lambda X: f * np.asarray(est.decision_function(X), dtype=np.float64), method,
                                index, name)
     if name == "HistGradientBoostingClassifier":
+        check_inputs_in_order(est)
         if len(classes) != 2:
             raise UnsupportedModel(name, "classes_", "only binary gradient boosting has a single logit")
         trees = []
@@ -647,6 +650,7 @@ def sklearn_columns(est) -> list[TreeEnsemble]:
         ens = TreeEnsemble(tuple(trees), width, 0.0, "identity", name, divisor=float(len(members)))
         return [_self_check(ens, lambda X: est.predict(X), name)]
     if name in ("GradientBoostingClassifier", "GradientBoostingRegressor"):
+        check_constant_init(est)
         lr = float(est.learning_rate)
         k = est.estimators_.shape[1]
         raw = (lambda X: est.decision_function(X)) if name.endswith("Classifier") else (lambda X: est.predict(X))
@@ -658,6 +662,7 @@ def sklearn_columns(est) -> list[TreeEnsemble]:
             out.append(_check_column(TreeEnsemble(tuple(trees), width, 0.0, "logistic", name), col, name))
         return out
     if name in ("HistGradientBoostingClassifier", "HistGradientBoostingRegressor"):
+        check_inputs_in_order(est)
         k = len(est._predictors[0]) if est._predictors else 1
         raw = (lambda X: est.decision_function(X)) if name.endswith("Classifier") else (lambda X: est.predict(X))
         out = []

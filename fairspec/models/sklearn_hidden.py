@@ -1,0 +1,54 @@
+"""What a scikit-learn gradient booster computes beside the trees fairspec reads from it.
+
+fairspec reads a booster as its trees plus one constant (``fairspec.models.trees._with_base``) and checks
+the reading against the library's own predictions at probe points, within a tolerance (``_self_check``:
+rtol / atol 1e-5). A part of the prediction that the trees do not show and that moves it by less than that
+tolerance would pass unseen, and a proof resting on which inputs the trees read (the cells, ``prove_unread``)
+would then be about another model. So two such parts are refused outright (the model is then evaluated whole
+on its own ``predict``; the solvers say ``unknown``):
+
+* ``GradientBoostingClassifier`` / ``GradientBoostingRegressor`` start every prediction from ``init_``'s
+  (its log-odds, or its value): only ``"zero"`` or a ``DummyClassifier`` / ``DummyRegressor`` with a
+  deterministic strategy (the default, ``init=None``, is one) is a constant;
+* ``HistGradientBoostingClassifier`` / ``HistGradientBoostingRegressor`` with categorical features run the
+  input through a fitted ``_preprocessor`` that puts the categorical columns first, so the predictors'
+  ``feature_idx`` number the reordered columns, not the model's inputs.
+"""
+
+from __future__ import annotations
+
+from fairspec.models.base import UnsupportedModel
+
+#: the DummyClassifier / DummyRegressor strategies whose prediction is one constant ("stratified" and
+#: "uniform" draw at random)
+CONSTANT_STRATEGIES = {"DummyClassifier": ("prior", "most_frequent", "constant"),
+                       "DummyRegressor": ("mean", "median", "quantile", "constant")}
+
+
+def constant_init(est) -> bool:
+    """Whether ``est`` (a fitted GradientBoosting model) starts from a constant: ``init_`` is ``"zero"`` or
+    a scikit-learn dummy estimator with a constant strategy."""
+    init = getattr(est, "init_", "zero")
+    if isinstance(init, str):
+        return init == "zero"
+    kind = type(init)
+    return kind.__module__.startswith("sklearn.dummy") and getattr(init, "strategy", None) in \
+        CONSTANT_STRATEGIES.get(kind.__name__, ())
+
+
+def check_constant_init(est) -> None:
+    """Raise :class:`UnsupportedModel` unless :func:`constant_init`."""
+    if constant_init(est):
+        return
+    kind = type(getattr(est, "init_", None))
+    raise UnsupportedModel(type(est).__name__, "init", f"its init estimator ({kind.__name__}) is a model of its "
+                           "own whose predictions enter the margin beside the trees, so it is not read as trees")
+
+
+def check_inputs_in_order(est) -> None:
+    """Raise :class:`UnsupportedModel` when a fitted HistGradientBoosting model feeds its trees other columns
+    than its inputs in their order (a ``_preprocessor``: categorical features, moved first)."""
+    if getattr(est, "_preprocessor", None) is not None:
+        raise UnsupportedModel(type(est).__name__, "_preprocessor", "it has categorical features, which its own "
+                               "preprocessor moves before the others, so its trees' feature numbers are not its "
+                               "inputs' and it is not read as trees")
