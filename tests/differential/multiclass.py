@@ -291,7 +291,9 @@ TORCH_KDISC_FROM = 90_000_000
 def _kdisc_props(rng, fs, P, X, Y, head, k, size, start, count=2, runtime="onnx"):
     """k-discrimination of the network over its protected features (all, or the first): README, "k-discrimination
     of a multiclass model (without index) counts, for every individual, the distinct predicted classes among its
-    counterfactuals ... and with class = c buckets class c's probability by eps"."""
+    counterfactuals ... and with class = c buckets class c's probability by eps". A logit head's probability is
+    the REAL softmax of the runtime's logits (softmax_real, exact buckets; session 34, every seed -- the specs are
+    unchanged, their claims still drawn around the float64 softmax's max k)."""
     from .tree_outputs import _kdisc_prop
 
     prot = [i for i, f in enumerate(fs) if f.protected and f.kind != "int"]    # a numeric one needs bins (FS308)
@@ -301,7 +303,8 @@ def _kdisc_props(rng, fs, P, X, Y, head, k, size, start, count=2, runtime="onnx"
     out = []
     for j in range(start, start + count):
         over = prot if rng.random() < 0.6 else prot[:1]
-        out.append(_kdisc_prop(rng, f"p{j}", FAMILY, fs, P, X, over, k, Pr, size, runtime))
+        out.append(_kdisc_prop(rng, f"p{j}", FAMILY, fs, P, X, over, k, Pr, size, runtime,
+                               logits=Y if head == "logit2" else None))
     return out
 
 
