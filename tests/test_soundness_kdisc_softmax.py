@@ -76,3 +76,28 @@ def test_kdisc_truth_of_a_softmax_head_is_its_columns():
     args = (fs, P, P.astype(float), [0], np.argmax(Pr, axis=1), Pr, 2, "onnx")
     prop = _kdisc_prop(_Draws([0.7, 0.2], [0, 0]), "p0", "multiclass", *args)
     assert prop.truth.status == "holds" and prop.truth.value == 1.0
+
+
+def test_prob_truth_of_logits_is_the_real_softmax():
+    """multiclass-111000004-p7: the float64 softmax put the largest |p_0 - p_0'| one ulp below the real one
+    (0.5060915466739162; real 0.506091546673916316...), so fairspec's value, the float at or below the real
+    maximum (0.5060915466739163), was judged 'above the true maximum'. The truth is now the real softmax's."""
+    from differential.networks import PairSpec
+
+    fs = [Feature("g", "bool", protected=True)]
+    P = np.array([[0], [1]])
+    Y = np.array([[1.5, 0.0, 0.0], [2.59375, 1.4375, 4.0]])
+    Pr = multiclass._probabilities(Y, "logit2")
+    ps = PairSpec((0,), (), ())
+    assert float(multiclass._diff_truth(Pr[:, 0], P, ps, "<", "0.625")[1][0]) == 0.5060915466739162
+    status, top, slack, check = multiclass._real_softmax_truth(fs, P, ps, Y, Pr, [0], "<", "0.625", [], "holds")
+    assert status == "holds" and float(top) == 0.5060915466739163 and 0 <= slack < Fraction(1, 2 ** 150)
+    assert Fraction(0.5060915466739163) <= top
+    # eps between the float64 and the real maximum: violated on the real softmax, with its witness accepted
+    eps = "0.50609154667391625"
+    assert Fraction(0.5060915466739162) < Fraction(eps) < top
+    status, _, _, check = multiclass._real_softmax_truth(fs, P, ps, Y, Pr, [0], "<=", eps, [], "holds")
+    assert status == "violated"
+    assert check({"features": {"g": False}, "features_prime": {"g": True}}) is None
+    status, _, _, check = multiclass._real_softmax_truth(fs, P, ps, Y, Pr, [0], "<=", "0.6", [], "holds")
+    assert status == "holds" and check({"features": {"g": False}, "features_prime": {"g": True}}) is not None

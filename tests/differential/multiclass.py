@@ -401,13 +401,54 @@ def _prob_props(rng, fs, P, X, Y, head, k_out, start, count=2, runtime="onnx"):
 
         cls = "c" if every else str(cs[0])
         ensure = (("forall c: " if every else "") + f"|prob(m(x), {cls}) - prob(m(x'), {cls})| {op} {eps}")
-        value = float(best_all[0]) if (mode == "maximize" and best_all is not None) else None
+        top, slack = (best_all[0] if best_all is not None else None), 0
+        if head == "logit2":            # the real softmax of the logits, not float64's (spec unchanged)
+            status, top, slack, check = _real_softmax_truth(fs, P, ps, Y, Pr, cs, op, eps, checks, status)
+        value = float(top) if (mode == "maximize" and top is not None) else None
         truth = Truth(status, value=value, value_kind="max" if value is not None else None, check_witness=check,
-                      domain=int(P.shape[0]), pairs=n, exact=best_all[0] if value is not None else None)
+                      domain=int(P.shape[0]), pairs=n, exact=top if value is not None else None,
+                      slack=slack if value is not None else 0)
         meta = {"post": "class_prob", "op": op, "eps": eps, "backend": backend, "mode": mode, "head": head,
                 "outputs": k_out, "runtime": runtime, "every_class": every}
         out.append(Prop(f"p{j}", FAMILY, _text(f"p{j}", fs, ps, ensure, extra), truth, meta, 20.0))
     return out
+
+
+def _real_softmax_truth(fs, P, ps, Y, Pr, cs, op, eps, checks, status):
+    """Session 34, every seed (a pure truth change: eps is still drawn around the float64 softmax's largest
+    difference): ``prob(m(x), c)`` of a logit head is the REAL softmax of the runtime's logits (README; fairspec
+    reports the float at or below the exact measure). (status, the exact maximum's lower end L, U - L, the
+    witness check): the status of the largest difference in [L, U] against eps (ambiguous if it straddles), a
+    witness accepted where its pair breaks the post on the real softmax (or cannot be told) -- after the float
+    check's structural tests (a domain pair meeting the pre-condition)."""
+    from .core import exact as exact_of, witness_points
+    from .softmax_real import max_difference, pair_breaks, status as real_status
+
+    got = max_difference(Y, Pr, cs, ((idx, admissible(P, idx, ps)) for idx in pair_groups(P, ps)))
+    e = exact_of(eps)
+    top, slack = (None, 0) if got is None else (got[0], got[1] - got[0])
+    if got is not None:
+        status = real_status(got[0], got[1], op, e)
+    radix = [f.size for f in fs]
+    offs = [f.lo if f.kind == "int" else 0 for f in fs]
+
+    def index(vals):
+        i = 0
+        for v, r, o in zip(vals, radix, offs):
+            i = i * r + (int(v) - o)
+        return i
+
+    def check(w, checks=checks):
+        msgs = [ck(w) for ck in checks]
+        if not all(m is None or m.startswith("the witness pair's prob difference") for m in msgs):
+            return next(m for m in msgs if m is not None and not m.startswith("the witness pair's prob difference"))
+        pts = witness_points(w, fs)
+        a, b = index(pts[0]), index(pts[1])
+        if any(pair_breaks(Y, c, a, b, op, e) is not False for c in cs):
+            return None
+        return f"the witness pair's real-softmax prob difference does not break {op} {eps} on the model's runtime"
+
+    return status, top, slack, check
 
 
 def _logit_props(rng, fs, P, X, Y, k_out, start, runtime, count=1):

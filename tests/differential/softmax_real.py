@@ -71,3 +71,75 @@ def buckets(Y: np.ndarray, c: int, eps: Fraction) -> np.ndarray:
     """Per row of the logits ``Y``, the real softmax's bucket of class c (-1 where undecided)."""
     return np.array([(lambda b: -1 if b is None else b)(bucket(r, c, eps)) for r in np.asarray(Y, np.float64)],
                     dtype=np.int64)
+
+
+def _shifted(ra, rb, c: int) -> bool:
+    """Two logit rows one constant apart (the same softmax, exactly): y_j - y_c equal for every j."""
+    return all(Fraction(float(u)) - Fraction(float(ra[c])) == Fraction(float(v)) - Fraction(float(rb[c]))
+               for u, v in zip(ra, rb))
+
+
+def difference(Y, c: int, a: int, b: int, prec: int = 200) -> tuple[Fraction, Fraction]:
+    """Exact rationals lo <= |p_c(Y[a]) - p_c(Y[b])| <= hi of the real softmax (0 exactly for rows one shift
+    apart)."""
+    if _shifted(Y[a], Y[b], c):
+        return Fraction(0), Fraction(0)
+    la, ha = enclose(Y[a], c, prec)
+    lb, hb = enclose(Y[b], c, prec)
+    lo, hi = la - hb, ha - lb
+    if lo >= 0:
+        return lo, hi
+    if hi <= 0:
+        return -hi, -lo
+    return Fraction(0), max(-lo, hi)
+
+
+#: the float64 softmax is within a few ulps of the real one: pairs whose float difference is this close to the
+#: largest are enclosed exactly (the others are below the largest's lower end)
+_NEAR = 1e-9
+
+
+def max_difference(Y, Pr, classes, groups) -> tuple[Fraction, Fraction, tuple] | None:
+    """Exact rationals L <= max |p_c(x) - p_c(x')| <= U over ``classes`` and the ordered pairs ``groups`` yields
+    (point indices, admissible mask), the real softmax of the logits ``Y``; with the pair (c, a, b) whose lower
+    end is L. ``Pr``, the float64 softmax, only picks the candidates. None without a pair."""
+    Y = np.asarray(Y, np.float64)
+    cands, fmax = [], -1.0
+    for idx, M in groups:
+        if not M.any():
+            continue
+        for c in classes:
+            v = Pr[idx, c]
+            F = np.where(M, np.abs(v[:, None] - v[None, :]), -1.0)
+            cands.append((c, idx, F))
+            fmax = max(fmax, float(F.max()))
+    if fmax < 0:
+        return None
+    L = U = None
+    arg = None
+    for c, idx, F in cands:
+        for i, j in zip(*np.nonzero(F >= fmax - _NEAR)):
+            lo, hi = difference(Y, c, int(idx[i]), int(idx[j]))
+            if L is None or lo > L:
+                L, arg = lo, (c, int(idx[i]), int(idx[j]))
+            U = hi if U is None else max(U, hi)
+    return L, max(U, L), arg
+
+
+def status(L: Fraction, U: Fraction, op: str, eps: Fraction) -> str:
+    """``|d| op eps`` for every pair, of the largest |d| in [L, U]: holds, violated, or ambiguous (straddling)."""
+    if (U <= eps) if op == "<=" else (U < eps):
+        return "holds"
+    if (L > eps) if op == "<=" else (L >= eps):
+        return "violated"
+    return "ambiguous"
+
+
+def pair_breaks(Y, c: int, a: int, b: int, op: str, eps: Fraction) -> bool | None:
+    """Does the pair (a, b) break ``|p_c(x) - p_c(x')| op eps`` on the real softmax? None if undecided."""
+    lo, hi = difference(Y, c, a, b)
+    if (lo > eps) if op == "<=" else (lo >= eps):
+        return True
+    if (hi <= eps) if op == "<=" else (hi < eps):
+        return False
+    return None
