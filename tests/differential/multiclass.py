@@ -1,7 +1,9 @@
 """Multiclass ReLU networks, individual fairness (issue 25): random small float32 ONNX nets with
 K = 3 or 4 outputs (logits, or a softmax the file holds) over finite feature domains; the posts
 ``class(m(x)) == class(m(x'))`` (argmax, ties to the first largest column) and, for softmax heads,
-``|prob(m(x), c) - prob(m(x'), c)| op eps`` (the runtime's probability column, compared exactly).
+``|prob(m(x), c) - prob(m(x'), c)| op eps`` (the runtime's probability column, compared exactly; for logit
+heads, session 34, every seed: the REAL softmax of the runtime's logits, enclosed exactly by softmax_real -- the
+posts' largest difference and k-discrimination's buckets).
 
 The truth enumerates every domain point on onnxruntime (torch for three instances in ten) and every
 admissible pair. Ties on
