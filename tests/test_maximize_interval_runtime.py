@@ -218,7 +218,7 @@ def test_a_lower_end_is_not_above_the_exact_largest_difference(tmp_path, monkeyp
     below it now (the enumeration's value stays the nearest; the branch and bound's, on the real softmax's
     bounds since session 33, is their certain lower end), the interval holding the exact maximum. Session 34:
     both report the exact maximum rounded down (certify.softmax_exact), not the float64 nearest above it; the
-    harness's truth is the REAL softmax's (mpmath, differential/softmax_exact.py)."""
+    harness's truth is the REAL softmax's (mpmath, differential/softmax_real.py)."""
     from fractions import Fraction
 
     from differential import multiclass

@@ -422,3 +422,21 @@ def test_a_maximize_whose_readings_decide_differently_says_each(tmp_path):
     assert v.value is None and v.bound == (-0.5, 0.5), (v.value, v.bound)
     assert ("each reading alone: the float reading's verdict is holds (proved), the decimal reading's verdict is "
             "violated -- the property as both readings read it is neither") in v.reason, v.reason
+
+
+def test_a_prove_mode_unknown_of_the_readings_carries_no_value(tmp_path):
+    """Session 34: the readings' unknown in prove mode carried value 0.5 -- the float largest min(z, -z') over
+    the union of both readings' pairs, a measure of nothing the verdict decides (no bound, not maximize's). An
+    auditor reads a verdict's value as a certified measure: an unknown outside maximize shows none."""
+    import json
+
+    from fairspec.pipeline import check
+
+    v = _readings_net(tmp_path, [(np.array([[1.0, -1.0]]), np.array([3.0]), True),
+                                 (np.array([[1.0]]), np.array([-0.5]), False)], "label(m(x)) == label(m(x'))")
+    assert v.status == "unknown" and "enumeration does not choose one reading" in v.reason, v.reason
+    assert v.value is None and v.bound is None, (v.value, v.bound)
+    (tmp_path / "p.fair").write_text((tmp_path / "p.fair").read_text().replace("  ensure", "  mode = find\n  ensure"))
+    (v,) = check(tmp_path / "p.fair").verdicts
+    assert v.status == "unknown" and v.value is None and v.bound is None, (v.status, v.value, v.bound)
+    assert json.loads(json.dumps(v.to_json())).get("value") is None

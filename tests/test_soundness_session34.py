@@ -1,7 +1,7 @@
 """The soundness harness's session-34 constructs (instance seeds >= 103,000,000) and the multiclass family's exact
 truth of ``prob(m(x), c)`` of logits: influence / path_specific over a declared network (dist_causal),
 calibration_gap and Parquet (data_calib), ``where =`` (data_where), shipped policies (data_policy), explanations
-(kdisc_explain), the real softmax (softmax_exact). Pure functions and generators: no fairspec check runs here
+(kdisc_explain) (the real softmax: test_soundness_kdisc_softmax). Pure functions and generators: no fairspec check runs here
 (bench/soundness.py --seed 104 runs them)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from differential import core, data_calib, data_metrics, dist_causal, distributions, kdisc_explain, softmax_exact
+from differential import core, data_calib, data_metrics, dist_causal, distributions, kdisc_explain
 from differential.core import Feature
 
 
@@ -65,19 +65,6 @@ def test_calibration_gap_by_hand():
     assert per == {("F",): Fraction(1, 4), ("M",): Fraction(0)} and gap == Fraction(1, 4)
     over, _ = data_calib.ece_gap(df, w, ["sex"], 2, "to_overall")
     assert over == Fraction(1, 8)          # overall: (|0.25 - 0| + |1.75 - 2|) / 4 = 1/8
-
-
-def test_real_softmax_units():
-    """Logits 36.73 and 36.75 beside two zeros: the real softmax moves by about 4.4e-18 (float64's by 4.4e-16); a
-    shift and a reordering of the other columns give the very same number."""
-    Y = np.array([[0.0, 36.73, 0.0], [0.0, 36.75, 0.0], [5.0, 41.73, 5.0]])
-    U = softmax_exact.class_prob_units(Y, 1)
-    d = Fraction(U[1] - U[0], 2 ** softmax_exact.PREC)
-    assert 4.3e-18 < float(d) < 4.5e-18
-    assert U[2] == U[0]
-    assert softmax_exact._decide(abs(U[1] - U[0]), "<=", "1e-17") == "holds"
-    assert softmax_exact._decide(abs(U[1] - U[0]), "<=", "1e-18") == "violated"
-    assert softmax_exact._decide(0, "<=", "0") == "holds" and softmax_exact._decide(0, "<", "0") == "violated"
 
 
 @pytest.mark.parametrize("cond, want", [("x.n >= 2", [0, 0, 1, 1]), ("x.c == v1 and x.n <= 2", [0, 0, 1, 0]),

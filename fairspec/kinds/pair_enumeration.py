@@ -656,9 +656,13 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         bound = (lo, hi) if mode == "maximize" else None
     elif count == 0:
         value = -math.inf if mode == "maximize" else None
+    # an unknown carries maximize's value (the measure its certified bound is about); in prove and find
+    # modes the float largest difference over every comparison (the union's, where the readings part) is no
+    # certified measure of anything the verdict decides: none is shown
+    shown = value if mode == "maximize" else None
     if moved and moved.get("moved") and res.proof is not None:      # a pair another batch may break
         return unknown(prop, batched_reason(f"{moved['near']:,} of the {pairs:,} {adm} lie", moved),
-                       backend=backend, seconds=seconds, details=details, value=value, bound=bound)
+                       backend=backend, seconds=seconds, details=details, value=shown, bound=bound)
     if res.proof is not None:
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=value if mode == "maximize" else None,
                        bound=bound, backend=backend, seconds=seconds, details=details, proof=res.proof,
@@ -687,7 +691,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
             replayed = reproduced_pair(prop, model, X, N, a, b, fragile, post, score_kind, s)
             if replayed is None:
                 return unknown(prop, batched_reason("every violating pair lies", moved), backend=backend,
-                               seconds=seconds, details=details, value=value, bound=bound)
+                               seconds=seconds, details=details, value=shown, bound=bound)
             details["runtime_rounding"] = rounding_details({**moved, "reproduced": True})
             bad[replayed[0]] = True
     idx = np.flatnonzero(bad)
@@ -699,7 +703,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
                        f"{failing:,} of the {pairs:,} {adm} lie within the rounding of the "
                        f"{'softmax' if rc is not None else 'logistic function'} of the threshold {prop.eps!r}; "
                        "enumeration cannot decide them",
-                       backend=backend, seconds=seconds, details=details, value=value, bound=bound)
+                       backend=backend, seconds=seconds, details=details, value=shown, bound=bound)
     if replayed is not None:
         j = replayed[0]
     elif post != "class" and (post != "label" or score_kind == "logit"):

@@ -1,7 +1,9 @@
 """Multiclass ReLU networks, individual fairness (issue 25): random small float32 ONNX nets with
 K = 3 or 4 outputs (logits, or a softmax the file holds) over finite feature domains; the posts
 ``class(m(x)) == class(m(x'))`` (argmax, ties to the first largest column) and, for softmax heads,
-``|prob(m(x), c) - prob(m(x'), c)| op eps`` (the runtime's probability column, compared exactly).
+``|prob(m(x), c) - prob(m(x'), c)| op eps`` (the runtime's probability column, compared exactly; for logit
+heads, session 34, every seed: the REAL softmax of the runtime's logits, enclosed exactly by softmax_real -- the
+posts' largest difference and k-discrimination's buckets).
 
 The truth enumerates every domain point on onnxruntime (torch for three instances in ten) and every
 admissible pair. Ties on
@@ -19,7 +21,6 @@ from fractions import Fraction
 
 import numpy as np
 
-from . import softmax_exact as sx
 from .core import (Instance, Prop, Truth, decimal_text, encode_points, exact, exact_max, grid,
                    near_max_pairs, write_csv)
 from .networks import (Net, PairSpec, _encoding, _features, _witness_checker, admissible, onnx_dtype, pair_groups,
@@ -292,7 +293,9 @@ TORCH_KDISC_FROM = 90_000_000
 def _kdisc_props(rng, fs, P, X, Y, head, k, size, start, count=2, runtime="onnx"):
     """k-discrimination of the network over its protected features (all, or the first): README, "k-discrimination
     of a multiclass model (without index) counts, for every individual, the distinct predicted classes among its
-    counterfactuals ... and with class = c buckets class c's probability by eps"."""
+    counterfactuals ... and with class = c buckets class c's probability by eps". A logit head's probability is
+    the REAL softmax of the runtime's logits (softmax_real, exact buckets; session 34, every seed -- the specs are
+    unchanged, their claims still drawn around the float64 softmax's max k)."""
     from .tree_outputs import _kdisc_prop
 
     prot = [i for i, f in enumerate(fs) if f.protected and f.kind != "int"]    # a numeric one needs bins (FS308)
@@ -302,7 +305,8 @@ def _kdisc_props(rng, fs, P, X, Y, head, k, size, start, count=2, runtime="onnx"
     out = []
     for j in range(start, start + count):
         over = prot if rng.random() < 0.6 else prot[:1]
-        out.append(_kdisc_prop(rng, f"p{j}", FAMILY, fs, P, X, over, k, Pr, size, runtime))
+        out.append(_kdisc_prop(rng, f"p{j}", FAMILY, fs, P, X, over, k, Pr, size, runtime,
+                               logits=Y if head == "logit2" else None))
     return out
 
 
@@ -387,36 +391,71 @@ def _prob_props(rng, fs, P, X, Y, head, k_out, start, count=2, runtime="onnx"):
         checks = []
         for c in cs:
             ck = _witness_checker(fs, P, ps, Outputs(Pr[:, c] > 0.5, None, Pr[:, c]), "prob", op, eps, X)
-            if head == "logit2":
-                # session 34: the REAL softmax of the runtime's logits (README 'Multiclass'), in mpmath, not
-                # fairspec's float64 readout (the eps above is still drawn from the latter: the specs are unchanged)
-                U = sx.class_prob_units(Y, c)
-                st, best, n = sx.diff_truth(U, P, ps, op, eps, pair_groups, admissible)
-                ck = sx.witness_check(ck, U, fs, op, eps)
-            else:
-                st, best, n = _diff_truth(Pr[:, c], P, ps, op, eps)
+            # a logit head's status, maximum and witness check are the REAL softmax's, below (_real_softmax_truth)
+            st, best, n = _diff_truth(Pr[:, c], P, ps, op, eps)
             if st == "violated" or (st == "ambiguous" and status == "holds"):
                 status = st
             if best is not None and (best_all is None or best[0] > best_all[0]):
                 best_all = best
             checks.append(ck)
 
-        def check(w, checks=checks):
+        def any_check(w, checks=checks):
             msgs = [ck(w) for ck in checks]
             return None if any(m is None for m in msgs) else msgs[0]
 
+        check = any_check
         cls = "c" if every else str(cs[0])
         ensure = (("forall c: " if every else "") + f"|prob(m(x), {cls}) - prob(m(x'), {cls})| {op} {eps}")
-        value = float(best_all[0]) if (mode == "maximize" and best_all is not None) else None
+        top, slack = (best_all[0] if best_all is not None else None), 0
+        if head == "logit2":            # the real softmax of the logits, not float64's (spec unchanged)
+            status, top, slack, check = _real_softmax_truth(fs, P, ps, Y, Pr, cs, op, eps, checks, status)
+        value = float(top) if (mode == "maximize" and top is not None) else None
         truth = Truth(status, value=value, value_kind="max" if value is not None else None, check_witness=check,
-                      domain=int(P.shape[0]), pairs=n, exact=best_all[0] if value is not None else None,
-                      slack=sx.SLACK if head == "logit2" else 0)
+                      domain=int(P.shape[0]), pairs=n, exact=top if value is not None else None,
+                      slack=slack if value is not None else 0)
         meta = {"post": "class_prob", "op": op, "eps": eps, "backend": backend, "mode": mode, "head": head,
                 "outputs": k_out, "runtime": runtime, "every_class": every}
         if head == "logit2":
             meta["real_softmax"] = True
         out.append(Prop(f"p{j}", FAMILY, _text(f"p{j}", fs, ps, ensure, extra), truth, meta, 20.0))
     return out
+
+
+def _real_softmax_truth(fs, P, ps, Y, Pr, cs, op, eps, checks, status):
+    """Session 34, every seed (a pure truth change: eps is still drawn around the float64 softmax's largest
+    difference): ``prob(m(x), c)`` of a logit head is the REAL softmax of the runtime's logits (README; fairspec
+    reports the float at or below the exact measure). (status, the exact maximum's lower end L, U - L, the
+    witness check): the status of the largest difference in [L, U] against eps (ambiguous if it straddles), a
+    witness accepted where its pair breaks the post on the real softmax (or cannot be told) -- after the float
+    check's structural tests (a domain pair meeting the pre-condition)."""
+    from .core import exact as exact_of, witness_points
+    from .softmax_real import max_difference, pair_breaks, status as real_status
+
+    got = max_difference(Y, Pr, cs, ((idx, admissible(P, idx, ps)) for idx in pair_groups(P, ps)))
+    e = exact_of(eps)
+    top, slack = (None, 0) if got is None else (got[0], got[1] - got[0])
+    if got is not None:
+        status = real_status(got[0], got[1], op, e)
+    radix = [f.size for f in fs]
+    offs = [f.lo if f.kind == "int" else 0 for f in fs]
+
+    def index(vals):
+        i = 0
+        for v, r, o in zip(vals, radix, offs):
+            i = i * r + (int(v) - o)
+        return i
+
+    def check(w, checks=checks):
+        msgs = [ck(w) for ck in checks]
+        if not all(m is None or m.startswith("the witness pair's prob difference") for m in msgs):
+            return next(m for m in msgs if m is not None and not m.startswith("the witness pair's prob difference"))
+        pts = witness_points(w, fs)
+        a, b = index(pts[0]), index(pts[1])
+        if any(pair_breaks(Y, c, a, b, op, e) is not False for c in cs):
+            return None
+        return f"the witness pair's real-softmax prob difference does not break {op} {eps} on the model's runtime"
+
+    return status, top, slack, check
 
 
 def _logit_props(rng, fs, P, X, Y, k_out, start, runtime, count=1):

@@ -233,10 +233,13 @@ def generate(seed: int, family: str, regression: bool, n_props: int = 6) -> Inst
     return Instance(family, seed, spec, files, props, info)
 
 
-def _kdisc_prop(rng, name, family, fs, P, X, over, k, Pr, size, kind) -> Prop:
+def _kdisc_prop(rng, name, family, fs, P, X, over, k, Pr, size, kind, logits=None) -> Prop:
     """k-discrimination of the multiclass model over its protected features: distinct predicted
-    classes, or class c's probability in eps-buckets; the claim at the exact max k (holds with
-    <=, violated with <) or one off."""
+    classes, or class c's probability in eps-buckets; the claim at the max k (holds with <=, violated
+    with <) or one off. ``logits``: the runtime's logits of a network without a softmax head; class c's
+    probability is then their REAL softmax (softmax_real, mpmath intervals), whose buckets decide the truth
+    and the witness check (session 34, every seed: the claim is still drawn around ``Pr``'s max k, so the
+    specs are unchanged; before, the truth bucketed the float64 softmax ``Pr``)."""
     from .kdisc import _individuals, _max_k, _witness_checker as kdisc_checker
 
     if rng.random() < 0.6:
@@ -252,12 +255,22 @@ def _kdisc_prop(rng, name, family, fs, P, X, over, k, Pr, size, kind) -> Prop:
     claim = max(1, kmax + int(rng.integers(-1, 2)))
     if op == "<" and claim <= 1:  # k >= 1 always: '< 1' is never met (FS507 at lint)
         op = "<="
+    undecided = False
+    if logits is not None and what == "class_prob":
+        from .softmax_real import buckets
+
+        B = buckets(logits, c, eps)
+        undecided = bool(np.any(B < 0))
+        # the exact buckets, each written as a dyadic point inside bucket B of width 1/16 (at most 10 buckets here)
+        probs, eps = (np.maximum(B, 0).astype(np.float64) + 0.5) / 16, Fraction(1, 16)
+        kmax, _, _ = _max_k(fs, P, probs, over, eps, False)
     viol = kmax >= claim if op == "<" else kmax > claim
     violated_at = claim if op == "<" else claim + 1
     names = ", ".join(fs[i].name for i in over)
     text = f"property {name} {{\n  k_discrimination(m, over {{{names}}}{text}) {op} {claim}\n  timeout = 20s\n}}"
-    truth = Truth("violated" if viol else "holds", value=float(kmax) if not viol else None,
-                  value_kind="k" if not viol else None,
+    status = "ambiguous" if undecided else "violated" if viol else "holds"
+    truth = Truth(status, value=float(kmax) if status == "holds" else None,
+                  value_kind="k" if status == "holds" else None,
                   check_witness=kdisc_checker(fs, P, probs, over, eps, False, X, violated_at), domain=size,
                   pairs=int(len(np.unique(_individuals(fs, P, over)))))
     return Prop(name, family, text, truth, {"backend": "default", "mode": "kdisc", "post": f"kdisc-{what}",
