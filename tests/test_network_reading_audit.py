@@ -52,3 +52,62 @@ def test_a_binary_mlp_classifier_is_still_read():
     net = from_sklearn(est)
     Xt = rng.normal(size=(500, 3)) * 2
     assert np.array_equal(net.decide(Xt), est.predict(Xt))
+
+
+def _one_column_onnx(path, sigmoid: bool, name: str = "y"):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(5)
+    W1, b1 = rng.normal(size=(4, 3)).astype(np.float32), rng.normal(size=4).astype(np.float32)
+    w2, b2 = rng.normal(size=(1, 4)).astype(np.float32), np.float32([0.3])
+    last = "z" if sigmoid else name
+    nodes = [helper.make_node("Gemm", ["x", "W1", "b1"], ["h"], transB=1), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("Gemm", ["r", "w2", "b2"], [last], transB=1)]
+    if sigmoid:
+        nodes.append(helper.make_node("Sigmoid", ["z"], [name]))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                          [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["N", 1])],
+                          [numpy_helper.from_array(a, n) for a, n in ((W1, "W1"), (b1, "b1"), (w2, "w2"), (b2, "b2"))])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+
+
+@pytest.mark.parametrize("sigmoid, kind, name", [(False, "prob", "y"), (False, None, "prob"), (True, "logit", "y")])
+def test_a_one_column_output_read_as_another_kind_than_its_final_is_refused(tmp_path, sigmoid, kind, name):
+    """A linear output read as a probability is class 1 iff > 1/2 at the runtime, and a Sigmoid's output read
+    as a logit iff > 0 (always): the network read them by the sign before its final (1,109 and 353 of 4,000
+    random points decided otherwise); the MILP said 'no pair violates' a property the runtime violates."""
+    pytest.importorskip("onnxruntime")
+    from fairspec.models import load_model
+
+    _one_column_onnx(tmp_path / "m.onnx", sigmoid, name)
+    lm = load_model("onnx", tmp_path / "m.onnx", score_kind=kind)
+    X = np.random.default_rng(0).normal(size=(4000, 3)) * 2
+    assert lm.decide(X).tolist() != (lm.runtime_network().forward(X) > 0).astype(int).tolist()
+    with pytest.raises(UnsupportedModel, match="read as a"):
+        lm.piecewise_linear()
+
+
+@pytest.mark.parametrize("sigmoid, kind", [(False, "logit"), (True, "prob"), (True, None), (False, None)])
+def test_a_one_column_output_read_as_its_final_is_still_read(tmp_path, sigmoid, kind):
+    pytest.importorskip("onnxruntime")
+    from fairspec.models import load_model
+
+    _one_column_onnx(tmp_path / "m.onnx", sigmoid)
+    lm = load_model("onnx", tmp_path / "m.onnx", score_kind=kind)
+    X = np.random.default_rng(0).normal(size=(4000, 3)) * 2
+    assert np.array_equal(lm.piecewise_linear().decide(X), lm.decide(X))
+
+
+def test_a_torch_linear_output_declared_prob_is_refused():
+    torch = pytest.importorskip("torch")
+    from fairspec.models.network_torch import from_torch
+    from fairspec.models.readout import Readout
+
+    torch.manual_seed(0)
+    seq = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1)).eval()
+    with pytest.raises(UnsupportedModel, match="read as a probability"):
+        from_torch(seq, readout=Readout(score="prob", index=None, columns=1, task="binary", classes=None))
+    assert from_torch(seq, readout=Readout(score="logit", index=None, columns=1, task="binary", classes=None))
