@@ -111,3 +111,24 @@ def test_a_torch_linear_output_declared_prob_is_refused():
     with pytest.raises(UnsupportedModel, match="read as a probability"):
         from_torch(seq, readout=Readout(score="prob", index=None, columns=1, task="binary", classes=None))
     assert from_torch(seq, readout=Readout(score="logit", index=None, columns=1, task="binary", classes=None))
+
+
+def test_a_column_layout_matmul_by_a_vector_is_refused_not_an_internal_error(tmp_path):
+    """``MatMul(v, r)`` of a 1-D weight on a [d, N] activation (a Transpose before) gives [N]: the reader
+    took v as a matrix and failed with an IndexError ('internal error in the milp backend')."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    from fairspec.models.network import from_onnx
+
+    W = np.float32([[1.0, 0.3], [0.5, -1.0]])
+    v = np.float32([1.0, -0.5])
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0]), helper.make_node("MatMul", ["W", "xt"], ["h"]),
+             helper.make_node("Relu", ["h"], ["r"]), helper.make_node("MatMul", ["v", "r"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N"])],
+                          [numpy_helper.from_array(W, "W"), numpy_helper.from_array(v, "v")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    with pytest.raises(UnsupportedModel, match=r"MatMul with a weight of shape \(2,\)"):
+        from_onnx(m)

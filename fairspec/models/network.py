@@ -610,6 +610,8 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
                 if rows:
                     raise UnsupportedModel(op, nname, "MatMul with the weight on the left of a row-layout batch")
                 M = consts[A]
+                if M.ndim != 2:
+                    raise UnsupportedModel(op, nname, f"MatMul with a weight of shape {M.shape}")
                 ch.affine(M, np.zeros(M.shape[0]), "matmul")
             continue
         if op in ("Add", "Sub", "Mul", "Div"):
