@@ -407,6 +407,16 @@ def apply_readout(net: PLNet, readout) -> PLNet:
             raise UnsupportedModel("Output", where, f"the network has one output, so it has no column {i}")
         if net.final == "softmax":
             raise UnsupportedModel("Softmax", where, "a softmax over a single output is constant 1")
+        # the decision is the runtime's output against the readout's threshold, the network's one
+        # against 0 before its final: they agree only when the output's kind is the final's
+        if readout.score == "prob" and net.final == "none":
+            raise UnsupportedModel("Output", where, "the output has no final Sigmoid but is read as a probability "
+                                                    "(class 1 iff it is > 1/2), which is not the sign of the "
+                                                    "network's output; declare score = logit if it is one")
+        if readout.score == "logit" and net.final == "sigmoid":
+            raise UnsupportedModel("Output", where, "the output is a final Sigmoid's probability but is read as a "
+                                                    "logit (class 1 iff it is > 0, which a probability nearly "
+                                                    "always is); declare score = prob")
         return PLNet(tuple(layers), 0, net.final, net.source)
     if i is None:
         raise UnsupportedModel("Output", where, f"the network has {n_out} outputs; say which is the positive "
@@ -600,6 +610,8 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
                 if rows:
                     raise UnsupportedModel(op, nname, "MatMul with the weight on the left of a row-layout batch")
                 M = consts[A]
+                if M.ndim != 2:
+                    raise UnsupportedModel(op, nname, f"MatMul with a weight of shape {M.shape}")
                 ch.affine(M, np.zeros(M.shape[0]), "matmul")
             continue
         if op in ("Add", "Sub", "Mul", "Div"):

@@ -138,6 +138,12 @@ def from_sklearn(est, index: int | None = None, readout=None) -> PLNet:
             return _regressor(est, layers, foreign, index, readout, ch)
         out_act = est.out_activation_
         n_classes = len(est.classes_)
+        if out_act == "logistic" and layers[-1].n_out != 1:
+            # fit on a label-indicator matrix: one independent logistic output per label, predict a 0/1
+            # column each -- not one class per row (its classes_ are the label positions 0 .. k-1)
+            raise UnsupportedModel("MLPClassifier", "out_activation_",
+                                   f"a multi-label MLPClassifier ({layers[-1].n_out} independent logistic outputs, "
+                                   f"one per label) predicts a 0/1 column per label, not one class")
         if out_act == "logistic":
             final = "sigmoid"
         elif out_act == "softmax":
