@@ -298,3 +298,35 @@ def test_final_relu_at_the_tie_against_brute_force(tmp_path, monkeypatch, K, c, 
         assert v.status == ("holds" if op == "<=" else "violated"), (backend, op, D, v.status, v.reason)
         if v.status == "holds":
             assert v.how == "proved" and v.proof is not None
+
+
+@pytest.mark.parametrize("pre", ["class(m(x)) == 1", "class(m(x')) == 0", "prob(m(x), 0) >= 0.25",
+                                 "logit(m(x), 2) >= -5"])
+def test_a_pre_condition_on_the_model_outputs_is_refused(tmp_path, monkeypatch, pre):
+    """The cut view (LogitColumn) answers every request for the model: a further pre-condition reading the model's
+    outputs would read column c alone (z_c > 0 for class(m(x)) == 1), not the K columns it names. Such a property is
+    refused on the cut path, saying why (it went to the pair path, whose pre-condition search read the view)."""
+    from fairspec import pipeline
+
+    _save(tmp_path, 3, 4)
+    (tmp_path / "s.fair").write_text(_SPEC.replace("INDEX", "") + _PROP.format(
+        i=0, mode="prove", c=1, op="<=", eps="0.5", backend="milp").replace("  mode", f"  require {pre}\n  mode"))
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    (v,) = pipeline.check(tmp_path / "s.fair").verdicts
+    assert v.status == "unknown" and "a pre-condition reads model 'm''s outputs" in v.reason, v.reason
+    assert "cut to its logit column 1" in v.reason and "internal error" not in v.reason
+
+
+def test_a_pre_condition_on_the_outputs_still_holds_on_its_relaxation(tmp_path, monkeypatch):
+    """Refused on the cut path, such a property is still decided on its relaxation (kinds/pre_relax, on the model
+    itself: the pre-condition's conjunct dropped, a superset of its pairs) where that holds: eps the largest
+    difference over every pair is proved."""
+    from fairspec import pipeline
+
+    D = _truth(_save(tmp_path, 3, 4), 1)
+    (tmp_path / "s.fair").write_text(_SPEC.replace("INDEX", "") + _PROP.format(
+        i=0, mode="prove", c=1, op="<=", eps=_fmt(D), backend="milp").replace("  mode", "  require class(m(x)) == 1\n  mode"))
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    (v,) = pipeline.check(tmp_path / "s.fair").verdicts
+    assert v.status == "holds" and v.how == "proved" and v.proof is not None, v.reason
+    assert "superset of the pairs meeting the pre-condition" in v.reason
