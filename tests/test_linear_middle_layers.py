@@ -166,6 +166,8 @@ def _decided(seed, pattern, post, eps, strict):
             continue
         X = _points(lo, hi)
         S = [_forward(layers, np.column_stack([X, np.full(len(X), c[2])]))[-1][:, 0] for c in CASES3]
+        if layers[-1][2]:           # a final ReLU: the network's output is the clipped value
+            S = [np.maximum(v, 0.0) for v in S]
         res = count_individuals(S, PAIRS3, scored, eps=eps or 0.0, eps_strict=strict, claim="c")
         if dec.status[k] == 1 or cut[k, 3] == 1:
             assert not res.unfair.any(), (seed, pattern, post, k, "proved fair, holds an unfair individual")
@@ -184,6 +186,23 @@ def test_every_proved_claim_is_true(post, eps, strict):
         f, u = _decided(seed, pattern, post, eps, strict)
         fair, unfair = fair + f, unfair + u
     assert fair > 0 and (post == "prob" or unfair > 0), (fair, unfair)
+
+
+@pytest.mark.parametrize("post,eps,strict", POSTS)
+def test_a_final_relu_is_read_as_a_hidden_layer(post, eps, strict):
+    """A chain whose LAST layer has a ReLU (a graph ending in Relu): decide_boxes reads it through an exact
+    identity layer (certify.boxes.linear_output; it raised "it must have no ReLU", an internal error at the
+    tie refinement), and every box it proves fair or unfair is so on every individual, the output the
+    clipped value."""
+    from fairspec.certify.boxes import linear_output
+
+    fair = unfair = 0
+    for seed in range(4):
+        for pattern in ((True, True), (True, False, True), (False, True, True)):
+            assert len(linear_output(_chain(seed, pattern))) == len(pattern) + 1
+            f, u = _decided(seed, pattern, post, eps, strict)
+            fair, unfair = fair + f, unfair + u
+    assert fair > 0, (fair, unfair)
 
 
 def test_the_torch_chain_is_decided_at_its_tie(tmp_path, monkeypatch):

@@ -242,3 +242,91 @@ def test_pre_condition_and_tolerance_against_brute_force(tmp_path, monkeypatch, 
     assert D > 0
     want = ["holds" if op == "<=" else "violated" for _, op, _ in cases]
     assert [got[f"P{i}"].status for i in range(len(cases))] == want, [v.reason for v in got.values()]
+
+
+
+def _final_relu_net(seed, K):
+    """Dyadic (1/64) weights, a Gemm then a Relu as the graph's LAST node (seeds 52, 53: the protected feature
+    moves the clipped column)."""
+    rng = np.random.default_rng(seed)
+    W1 = rng.integers(-300, 300, (6, 4)) / 64.0
+    b1 = rng.integers(-3000, 3000, 6) / 64.0
+    W2 = rng.integers(-200, 200, (K, 6)) / 64.0
+    b2 = rng.integers(0, 200, K) / 64.0
+    return [(W1, b1, True), (W2, b2, True)]
+
+
+@pytest.mark.parametrize("K,c,seed,post", [(3, 1, 52, "column"), (1, 1, 53, "column"), (1, 0, 53, "column"),
+                                           (1, None, 53, "logit")])
+def test_final_relu_at_the_tie_against_brute_force(tmp_path, monkeypatch, K, c, seed, post):
+    """A network whose LAST layer has a ReLU, eps exactly the largest reachable difference D (float32 exact) over a
+    domain too large to enumerate: the MILP's answer lies within the runtime's rounding of eps, so the tie refinement
+    decides it, its box bounds reading the output as a layer of its own (certify.boxes.linear_output): `<=` proved,
+    `<` violated (it said "internal error ... it must have no ReLU"); one class's column and the binary
+    `logit(m(x))` post (K = 1)."""
+    onnx = pytest.importorskip("onnx")
+    from fairspec import pipeline
+
+    layers = _final_relu_net(seed, K)
+    col = 1 if c is None else c
+    P = np.array([[a, b] for a in range(4001) for b in range(5)], dtype=np.float32)
+    ones, zero = np.ones((len(P), 1), np.float32), np.zeros((len(P), 1), np.float32)
+    Y = []
+    for X in (np.hstack([P, ones, zero]), np.hstack([P, zero, ones])):
+        for W, b, relu in layers:
+            X = X @ W.T.astype(np.float32) + b.astype(np.float32)
+            X = np.maximum(X, 0) if relu else X
+        Y.append(X.astype(np.float64))
+    s = [y[:, col] if K > 1 else (y[:, 0] if col == 1 else -y[:, 0]) for y in Y]
+    D = float(np.max(np.abs(s[0] - s[1])))
+    assert D > 0 and Fraction(_fmt(D)) == Fraction(D)
+    m = mlp_model(layers, None, batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    term = "logit(m(x)) - logit(m(x'))" if post == "logit" else f"logit(m(x), {c}) - logit(m(x'), {c})"
+    cases = [("milp", "<="), ("milp", "<"), ("smt", "<=")]
+    txt = _SPEC.replace("INDEX", "").replace("[0, 3]", "[0, 4000]")
+    for i, (backend, op) in enumerate(cases):
+        txt += _PROP.format(i=i, mode="prove", c=c, op=op, eps=_fmt(D), backend=backend).replace(
+            f"logit(m(x), {c}) - logit(m(x'), {c})", term)
+    (tmp_path / "s.fair").write_text(txt)
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    got = {v.name: v for v in pipeline.check(tmp_path / "s.fair").verdicts}
+    for i, (backend, op) in enumerate(cases):
+        v = got[f"P{i}"]
+        assert "internal error" not in v.reason, v.reason
+        assert v.status == ("holds" if op == "<=" else "violated"), (backend, op, D, v.status, v.reason)
+        if v.status == "holds":
+            assert v.how == "proved" and v.proof is not None
+
+
+@pytest.mark.parametrize("pre", ["class(m(x)) == 1", "class(m(x')) == 0", "prob(m(x), 0) >= 0.25",
+                                 "logit(m(x), 2) >= -5"])
+def test_a_pre_condition_on_the_model_outputs_is_refused(tmp_path, monkeypatch, pre):
+    """The cut view (LogitColumn) answers every request for the model: a further pre-condition reading the model's
+    outputs would read column c alone (z_c > 0 for class(m(x)) == 1), not the K columns it names. Such a property is
+    refused on the cut path, saying why (it went to the pair path, whose pre-condition search read the view)."""
+    from fairspec import pipeline
+
+    _save(tmp_path, 3, 4)
+    (tmp_path / "s.fair").write_text(_SPEC.replace("INDEX", "") + _PROP.format(
+        i=0, mode="prove", c=1, op="<=", eps="0.5", backend="milp").replace("  mode", f"  require {pre}\n  mode"))
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    (v,) = pipeline.check(tmp_path / "s.fair").verdicts
+    assert v.status == "unknown" and "a pre-condition reads model 'm''s outputs" in v.reason, v.reason
+    assert "cut to its logit column 1" in v.reason and "internal error" not in v.reason
+
+
+def test_a_pre_condition_on_the_outputs_still_holds_on_its_relaxation(tmp_path, monkeypatch):
+    """Refused on the cut path, such a property is still decided on its relaxation (kinds/pre_relax, on the model
+    itself: the pre-condition's conjunct dropped, a superset of its pairs) where that holds: eps the largest
+    difference over every pair is proved."""
+    from fairspec import pipeline
+
+    D = _truth(_save(tmp_path, 3, 4), 1)
+    (tmp_path / "s.fair").write_text(_SPEC.replace("INDEX", "") + _PROP.format(
+        i=0, mode="prove", c=1, op="<=", eps=_fmt(D), backend="milp").replace("  mode", "  require class(m(x)) == 1\n  mode"))
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    (v,) = pipeline.check(tmp_path / "s.fair").verdicts
+    assert v.status == "holds" and v.how == "proved" and v.proof is not None, v.reason
+    assert "superset of the pairs meeting the pre-condition" in v.reason

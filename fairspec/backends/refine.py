@@ -405,6 +405,7 @@ def _split_at_layer(problem, rt, cases, pairs, errors, big, LO, HI, rest, kept_l
     or :func:`fairspec.certify.relsplit.prove_relational_split`, its Proof listing the boxes); each proved
     box goes to ``out.decided`` as fair. Returns the boxes left and the measure decided."""
     from fairspec.backends.layer_splits import layer_split_plans, relational_split_plans
+    from fairspec.certify.boxes import linear_output
     from fairspec.certify.layersplit import prove_layer_split
     from fairspec.certify.network import as_layers
     from fairspec.certify.relsplit import prove_relational_split
@@ -415,7 +416,7 @@ def _split_at_layer(problem, rt, cases, pairs, errors, big, LO, HI, rest, kept_l
     if eps_post and not (rt.encoding is None or all(e.kind == "raw" for e in rt.encoding)):
         return rest, 0                  # the relational split needs raw inputs (as decide_boxes' relational bound)
     R = np.array(rest, dtype=np.int64)
-    layers = as_layers(rt.layers)
+    layers = linear_output(as_layers(rt.layers))      # the layers decide_boxes kept bounds of (a final ReLU's identity)
     bounds = [[(lo[R], hi[R]) for lo, hi in per_case] for per_case in kept_layers]
     if eps_post:
         # the eps posts: the relational split (copy a's live pre-activations tiled, copy b's shifted)

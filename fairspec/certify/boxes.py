@@ -149,6 +149,20 @@ def _rowdot3(a, v):
     return y, up(up(_factor(m + 1) * up(T + neta)) + neta)
 
 
+def linear_output(layers) -> list:
+    """``layers`` with the network's output as a layer of its own: when the last layer has a ReLU (a
+    network whose output is ``relu(W h + b)``, as a model's graph may end), an exact identity layer
+    (``I h + 0``, no ReLU) is appended, so that layer's ReLU is a hidden one and the output the
+    identity's pre-activations, which :func:`box_bounds` reads (as ``models.network`` appends one before
+    a two-output head). The same function in exact arithmetic; the runtime's error bound is the original
+    layers' (the runtime computes no identity). Otherwise ``layers`` as a list."""
+    layers = list(layers)
+    if layers and layers[-1][2]:
+        m = np.shape(layers[-1][0])[0]
+        layers.append((np.eye(m), np.zeros(m), False))
+    return layers
+
+
 def _last(layers) -> int:
     """The index of the output layer (the last); ValueError when it has a ReLU. A layer without a ReLU
     before it (a runtime chain of linear layers, models.network._Chain.own) is a layer like any other,
@@ -463,7 +477,7 @@ def decide_boxes(runtime_net, LO, HI, cases: Sequence[dict], pairs: Sequence[tup
     from fairspec.certify.network import as_layers
     from fairspec.certify.proof import _mint
 
-    layers = as_layers(runtime_net)
+    layers = linear_output(as_layers(runtime_net))        # a final ReLU a hidden layer's (box_bounds reads the last)
     LO = np.asarray(LO, dtype=np.float64)
     HI = np.asarray(HI, dtype=np.float64)
     N = LO.shape[0]

@@ -14,7 +14,10 @@ every witness replayed on that runtime. A one-column model's logit column is z f
 c = 0; |-z + z'| = |z - z'|, so both are the model's own ``logit(m(x))`` post (its witness's outputs
 reported with c's sign).
 
-The verdict's witness is replayed once more here with the post as written (:func:`post_scores` of
+A further pre-condition that reads the model's own outputs (``require class(m(x)) == 1``) is refused here
+(``unknown``, saying why): the cut view answers every request for the model, and would read it on column c
+alone; kinds/multi_pairs then tries its relaxation on the model itself (kinds/pre_relax: the conjunct
+dropped, a superset of the pairs), which may prove it. The verdict's witness is replayed once more here with the post as written (:func:`post_scores` of
 ``class_logit`` on the loaded model itself): a pair that does not break it is not reported.
 """
 
@@ -144,6 +147,14 @@ def run_logit_column(prop: ir.IndividualFairness, ctx, progress, backend: str, t
     else:
         if not 0 <= c < K:
             return None
+        reads = _reads_outputs(prop)
+        if reads:
+            # the cut view answers every request for the model: a pre-condition's class(m(x)) / prob(m(x), k) /
+            # logit(m(x), k) would read column c alone (z_c > 0, sigmoid(z_c)), not the K columns it names
+            return unknown(prop, f"a pre-condition reads model '{prop.model}''s outputs ({reads}); logit(m(x), {c}) "
+                                 f"beyond small domains is decided on the network cut to its logit column {c}, which "
+                                 "does not compute them, so it is not decided (small discrete domains are decided "
+                                 "by enumeration)", backend=backend, seconds=time.perf_counter() - t0)
         view = LogitColumn(model, c)
         as_ctx = _ColumnContext(ctx, prop.model, view)
     as_logit = replace(prop, post="logit", cls=None)
@@ -156,6 +167,18 @@ def run_logit_column(prop: ir.IndividualFairness, ctx, progress, backend: str, t
     if v.status == "violated":
         return _replayed(prop, model, v, backend, t0)
     return v
+
+
+def _reads_outputs(prop) -> str:
+    """What the property's further pre-conditions read of its own model's outputs (``class(m(x))``, ``prob(m(x), k)``,
+    ``logit(m(x), k)``, ...), written for a reason; "" when they read none."""
+    seen = []
+    for e in prop.pre:
+        for x in ir.subexpressions(e):
+            if isinstance(x, ir.ModelOut) and x.model == prop.model:
+                arg = f"{x.model}({x.var})" + ("" if x.cls is None else f", {x.cls}")
+                seen.append(f"{x.fn}({arg})")
+    return ", ".join(dict.fromkeys(seen))
 
 
 def _replayed(prop, model, v: Verdict, backend: str, t0: float) -> Verdict:
