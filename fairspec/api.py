@@ -679,16 +679,30 @@ def _widened(frame):
     import numpy as np
     import pandas as pd
 
-    def narrow(dt) -> bool:
-        return pd.api.types.is_float_dtype(dt) and np.dtype(getattr(dt, "numpy_dtype", dt)).itemsize < 8
+    def narrow(col) -> bool:
+        dt = col.dtype
+        if isinstance(dt, pd.SparseDtype):              # a sparse column of float32 / float16 cells
+            dt = dt.subtype
+        if dt == object:                                # np.float32 / np.float16 scalars among its cells
+            return any(isinstance(v, (np.float32, np.float16)) for v in col)
+        try:
+            return pd.api.types.is_float_dtype(dt) and np.dtype(getattr(dt, "numpy_dtype", dt)).itemsize < 8
+        except TypeError:                               # an extension dtype numpy cannot read: not a narrow float
+            return False
 
-    cols = [i for i in range(frame.shape[1]) if narrow(frame.iloc[:, i].dtype)]
+    cols = [i for i in range(frame.shape[1]) if narrow(frame.iloc[:, i])]
     if not cols:
         return frame
     out = frame.copy()
     for i in cols:
-        nullable = hasattr(out.iloc[:, i].dtype, "numpy_dtype")
-        out.isetitem(i, out.iloc[:, i].astype("Float64" if nullable else np.float64))
+        col = out.iloc[:, i]
+        if isinstance(col.dtype, pd.SparseDtype):
+            col = col.sparse.to_dense()
+        if col.dtype == object:                         # each narrow cell as its own double (exact), others kept
+            out.isetitem(i, col.map(lambda v: float(v) if isinstance(v, (np.float32, np.float16)) else v))
+            continue
+        nullable = hasattr(col.dtype, "numpy_dtype")
+        out.isetitem(i, col.astype("Float64" if nullable else np.float64))
     return out
 
 

@@ -112,3 +112,27 @@ def test_a_float32_column_is_checked_as_the_numbers_the_frame_holds(tmp_path, dt
     (tmp_path / "s.fair").write_text(SPEC)
     v = fairspec.check(tmp_path / "s.fair", models={"m": pipe}, data={"d": fr})["sp"]
     assert v.status == "violated" and v.value == 1.0, (v.status, v.value, v.reason)
+
+
+@pytest.mark.parametrize("carrier", ["object", "sparse"])
+def test_float32_cells_in_an_object_or_sparse_column_are_checked_as_the_frame_holds_them(tmp_path, carrier):
+    """The review of the widening (session 34): an object column holding np.float32 scalars was written as "0.1"
+    (read back as 0.1: parity gap 0, holds, where the pipeline's own predict gives 1), and a Sparse[float32] column
+    raised TypeError outside the API's error handling. Both are now written as the doubles the frame holds."""
+    narrow = float(np.float32(0.1))
+    sign = 1.0 if narrow > 0.1 else -1.0
+    vals = np.array([0.1] * 40 + [0.0 if sign > 0 else 1.0] * 40, dtype=np.float32)
+    x = pd.Series(list(vals), dtype=object) if carrier == "object" else pd.Series(pd.arrays.SparseArray(vals))
+    fr = pd.DataFrame({"x": x, "g": ["a"] * 40 + ["b"] * 40, "y": [1, 0] * 40})
+    wide = pd.DataFrame({"x": vals.astype(np.float64), "g": fr.g})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = Pipeline([("pre", ColumnTransformer([("n", "passthrough", ["x"]), ("o", OrdinalEncoder(), ["g"])])),
+                         ("clf", LogisticRegression())]).fit(wide, fr.y)
+        pipe[-1].coef_ = np.array([[sign, 0.0]])
+        pipe[-1].intercept_ = np.array([-sign * 0.1])
+        own = pipe.predict(wide)
+    assert own[:40].tolist() == [1] * 40 and own[40:].tolist() == [0] * 40
+    (tmp_path / "s.fair").write_text(SPEC)
+    v = fairspec.check(tmp_path / "s.fair", models={"m": pipe}, data={"d": fr})["sp"]
+    assert v.status == "violated" and v.value == 1.0, (v.status, v.value, v.reason)
