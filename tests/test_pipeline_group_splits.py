@@ -178,3 +178,32 @@ def test_a_grouped_tree_pipeline_is_decided_as_its_own_predict_with_a_replaying_
                 assert pipe.predict(one(v.witness.features))[0] != pipe.predict(one(v.witness.features_prime))[0]
         seen.add(v.status)
     assert seen == {"holds", "violated"}, seen
+
+
+@pytest.mark.parametrize("weight", [None, {"o": 4.0}])
+@pytest.mark.parametrize("init", ["logistic", "tree"])
+def test_gradient_boosting_with_an_init_model_after_a_grouped_or_weighted_block_stays_whole(tmp_path, init, weight):
+    """The review of h3 (session 34): the rewrite changed the boosted trees' splits but not ``init_`` -- a model of
+    its own reading the pipeline's columns -- so a grouped block gave an internal error (init_ reading 8 columns
+    where it was fitted on 5) and a weighted one a model whose init_ never moved (holds proved, where the pipeline
+    violates). Such a pipeline is not folded; it is evaluated whole on its own predict, the verdict the brute force's."""
+    from sklearn.linear_model import LogisticRegression
+
+    import fairspec
+
+    est = GradientBoostingClassifier(n_estimators=3, random_state=0,
+                                     init=LogisticRegression() if init == "logistic" else
+                                     DecisionTreeClassifier(max_depth=1, random_state=0))
+    kw = dict(max_categories=3) if weight is None else {}
+    pipe = _grouped_pipe(kw, est, y=lambda fr: fr.g.isin(["b", "c", "e"]).to_numpy().astype(int), weight=weight)
+    assert fold(pipe).unfoldable != ()
+    _encoding(tmp_path, pipe)
+    v = fairspec.check(tmp_path / "s.fair")["same"]
+    dom = _domain()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lab = pipe.predict(dom).reshape(len(CATS), -1)
+    truth = not all(np.array_equal(lab[0], r) for r in lab)
+    assert "internal error" not in (v.reason or "")
+    assert v.status in ("violated" if truth else "holds", "unknown"), (v.status, v.reason)
+    assert truth and v.status == "violated", (truth, v.status, v.reason)

@@ -173,6 +173,11 @@ def _tree_regrouped(final, keep, width: int, merged, others, scale):
     n = getattr(final, "n_features_in_", None)
     if n is None or int(n) != keep.size or getattr(final, "feature_names_in_", None) is not None:
         return None
+    if name in BOOSTED:
+        from fairspec.models.sklearn_hidden import constant_init
+
+        if not constant_init(final):    # its init_ reads the pipeline's columns (no tree to rewrite): stays whole
+            return None
     from .sklearn_group_splits import regroup
 
     family = "tree" if name in TREES else "forest" if name in FORESTS else "boosted" if name in BOOSTED else "hist"
