@@ -13,6 +13,11 @@ on its own ``predict``; the solvers say ``unknown``):
 * ``HistGradientBoostingClassifier`` / ``HistGradientBoostingRegressor`` with categorical features run the
   input through a fitted ``_preprocessor`` that puts the categorical columns first, so the predictors'
   ``feature_idx`` number the reordered columns, not the model's inputs.
+
+A LightGBM booster with linear trees (``linear_tree=True``) adds in each leaf ``leaf_coeff . x[leaf_features]``
+to the leaf's constant: a model file says ``is_linear=1`` and its loader refuses it (fairspec.models.treefile, FS401),
+but a booster read in memory (an LGBMClassifier ending a pipeline: fairspec.models.pipeline_boosters) is refused
+here (:func:`check_constant_leaves`).
 """
 
 from __future__ import annotations
@@ -52,3 +57,19 @@ def check_inputs_in_order(est) -> None:
         raise UnsupportedModel(type(est).__name__, "_preprocessor", "it has categorical features, which its own "
                                "preprocessor moves before the others, so its trees' feature numbers are not its "
                                "inputs' and it is not read as trees")
+
+
+def check_constant_leaves(dump) -> None:
+    """Raise :class:`UnsupportedModel` when a LightGBM ``dump_model()`` has a leaf with a linear part (a linear
+    tree's ``leaf_coeff`` / ``leaf_features``): its prediction there is not its ``leaf_value``."""
+    for t, info in enumerate(dump.get("tree_info", [])):
+        stack = [info.get("tree_structure", {})]
+        while stack:
+            nd = stack.pop()
+            if "split_feature" in nd:
+                stack += [nd["left_child"], nd["right_child"]]
+            elif nd.get("leaf_coeff") or nd.get("leaf_features"):
+                raise UnsupportedModel("LightGBM", "linear_tree", f"tree {int(info.get('tree_index', t))} is a "
+                                       "linear tree (linear_tree=True): a leaf adds a linear function of the inputs "
+                                       "to its value, which the tree encodings do not model, so it is not read as "
+                                       "trees")
