@@ -124,3 +124,39 @@ def test_pipeline_lgbm_linear_tree_is_not_read_as_its_leaf_values(tmp_path, monk
     v = rep["pr"]
     status = v.status.value if hasattr(v.status, "value") else str(v.status)
     assert status in ("violated", "unknown"), (status, v.reason)
+
+
+def _early_stop_model():
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.integers(0, 4, 400), rng.integers(0, 2, 400)].astype(float)
+    y = ((X[:, 0] + X[:, 1] + rng.normal(0, 1, 400)) > 2).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = lgb.LGBMClassifier(n_estimators=20, verbose=-1, pred_early_stop=True, pred_early_stop_margin=0.01,
+                               pred_early_stop_freq=1).fit(X, y)
+        assert np.abs(m.predict_proba(X)[:, 1] - m.booster_.predict(X)).max() > 0.1   # another model than the trees
+    return m
+
+
+def test_api_lgbm_with_pred_early_stop_is_refused(tmp_path):
+    """The API writes an LGBMClassifier as its booster's text file (save_model), which does not record
+    pred_early_stop: fairspec checked the booster, whose predict_proba is 0.4 away from the object's own."""
+    import fairspec
+
+    (tmp_path / "s.fair").write_text(SPEC)
+    with pytest.raises(fairspec.FairspecError, match=r"^model 'm': the LightGBM model given predicts with "
+                                                     r"pred_early_stop=True"):
+        fairspec.check(tmp_path / "s.fair", models={"m": _early_stop_model()})
+
+
+def test_pipeline_lgbm_with_pred_early_stop_is_not_read_as_trees():
+    from fairspec.models.base import UnsupportedModel
+    from fairspec.models.pipeline_boosters import booster_columns, booster_trees
+
+    m = _early_stop_model()
+    for read in (lambda: booster_trees(m, "predict_proba", 1), lambda: booster_columns(m)):
+        with pytest.raises(UnsupportedModel) as e:
+            read()
+        assert e.value.node_name == "pred_early_stop"
+    m.set_params(pred_early_stop=False)
+    assert booster_trees(m, "predict_proba", 1).n_inputs == 2
