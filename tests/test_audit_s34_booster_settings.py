@@ -160,3 +160,31 @@ def test_pipeline_lgbm_with_pred_early_stop_is_not_read_as_trees():
         assert e.value.node_name == "pred_early_stop"
     m.set_params(pred_early_stop=False)
     assert booster_trees(m, "predict_proba", 1).n_inputs == 2
+
+
+@pytest.mark.parametrize("boosting", ["rf", "gbdt"])
+def test_lightgbm_random_forest_is_not_read_as_trees(boosting):
+    """A LightGBM random forest: predict(raw_score=True) is its trees' sum (what the self-check compares), but its
+    probability is the logistic of their mean; read as trees, prob(m(x)) was the logistic of the sum (0.31 off)."""
+    from scipy.special import expit
+
+    from fairspec.models import trees as T
+    from fairspec.models.base import UnsupportedModel
+
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.integers(0, 4, 600), rng.integers(0, 2, 600)].astype(float)
+    y = ((X[:, 0] + 0.7 * X[:, 1] + rng.normal(0, 0.5, 600)) > 1.5).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = lgb.LGBMClassifier(n_estimators=5, verbose=-1, boosting_type=boosting, subsample=0.5, subsample_freq=1,
+                               min_child_samples=5).fit(X, y)
+        p = m.predict_proba(GRID)[:, 1]
+    r = m.booster_.predict(GRID, raw_score=True)
+    if boosting == "rf":
+        assert np.abs(p - expit(r)).max() > 0.1 and np.allclose(p, expit(r / 5))
+        for read in (lambda: T.from_lightgbm(m.booster_), lambda: T.lightgbm_columns(m.booster_)):
+            with pytest.raises(UnsupportedModel) as e:
+                read()
+            assert e.value.node_name == "average_output"
+    else:
+        assert np.allclose(expit(T.from_lightgbm(m.booster_).aggregate(GRID)), p, rtol=0, atol=1e-12)

@@ -17,7 +17,9 @@ on its own ``predict``; the solvers say ``unknown``):
 A LightGBM booster with linear trees (``linear_tree=True``) adds in each leaf ``leaf_coeff . x[leaf_features]``
 to the leaf's constant: a model file says ``is_linear=1`` and its loader refuses it (fairspec.models.treefile, FS401),
 but a booster read in memory (an LGBMClassifier ending a pipeline: fairspec.models.pipeline_boosters) is refused
-here (:func:`check_constant_leaves`).
+here (:func:`check_lightgbm_sum`). So is a LightGBM random forest (``boosting_type="rf"``; ``average_output``):
+its ``predict(raw_score=True)`` is the trees' sum but its probability the logistic of their *mean* (measured:
+predict_proba 0.31 from the logistic of the raw score, 5 trees), so the sum is not the margin its probability is of.
 """
 
 from __future__ import annotations
@@ -59,9 +61,14 @@ def check_inputs_in_order(est) -> None:
                                "inputs' and it is not read as trees")
 
 
-def check_constant_leaves(dump) -> None:
-    """Raise :class:`UnsupportedModel` when a LightGBM ``dump_model()`` has a leaf with a linear part (a linear
-    tree's ``leaf_coeff`` / ``leaf_features``): its prediction there is not its ``leaf_value``."""
+def check_lightgbm_sum(dump) -> None:
+    """Raise :class:`UnsupportedModel` unless a LightGBM ``dump_model()``'s prediction is the logistic (or softmax)
+    of its trees' summed leaf values: not for a random forest (``average_output``: the mean) nor for a leaf with a
+    linear part (a linear tree's ``leaf_coeff`` / ``leaf_features``: its prediction there is not its value)."""
+    if dump.get("average_output"):
+        raise UnsupportedModel("LightGBM", "average_output", "it is a random forest (boosting_type='rf'): its "
+                               "probability is the logistic of its trees' mean, while its raw score is their sum, "
+                               "so it is not read as trees")
     for t, info in enumerate(dump.get("tree_info", [])):
         stack = [info.get("tree_structure", {})]
         while stack:
