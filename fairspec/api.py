@@ -460,6 +460,13 @@ def _write_model(obj, decl: _ModelDecl, stem: Path, name: str):
             booster.save_model(str(path))
             return path if rounds is None else (path, rounds)
         if fmt == "lightgbm":
+            from fairspec.models.pipeline_boosters import lightgbm_early_stop
+
+            if lightgbm_early_stop(obj):
+                raise FairspecError(f"model {name!r}: the LightGBM model given predicts with pred_early_stop=True "
+                                    f"(it stops adding a row's trees once its margin is large), which a saved model "
+                                    f"file does not record and fairspec does not model; pass it with "
+                                    f"set_params(pred_early_stop=False)")
             booster = getattr(obj, "booster_", obj)
             path = stem.with_suffix(".txt")
             booster.save_model(str(path))

@@ -114,6 +114,9 @@ def _booster(est, binary: bool):
                                    f"{'logistic' if binary else 'softmax'} of its margin"
                                    f"{'' if binary else 's'}")
         return booster
+    if lightgbm_early_stop(est):
+        raise UnsupportedModel(name, "pred_early_stop", "its predict stops adding trees once a row's margin is "
+                               "large (pred_early_stop=True), which its trees do not say")
     booster = est.booster_
     if not binary:
         obj = str(booster.dump_model(num_iteration=0).get("objective", "")).split()[:1]
@@ -121,6 +124,18 @@ def _booster(est, binary: bool):
             raise UnsupportedModel(name, "objective", f"objective {obj[0] if obj else ''!r}: its probabilities "
                                    f"are not the softmax of its raw scores")
     return booster
+
+
+def lightgbm_early_stop(est) -> bool:
+    """Does a LightGBM scikit-learn model (LGBMClassifier, ...) predict with ``pred_early_stop`` on? Its own
+    ``predict`` / ``predict_proba`` pass its parameters to the booster, which then stops adding a row's trees once
+    its margin passes ``pred_early_stop_margin`` (measured: predict_proba 0.43 from the booster's own predict);
+    a saved model file does not record it."""
+    try:
+        v = est.get_params().get("pred_early_stop", False)
+    except Exception:  # noqa: BLE001 - not a scikit-learn model
+        return False
+    return str(v).strip().lower() not in ("false", "0", "none", "")
 
 
 def _xgb_objective(booster) -> str:

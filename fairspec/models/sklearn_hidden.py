@@ -13,6 +13,13 @@ on its own ``predict``; the solvers say ``unknown``):
 * ``HistGradientBoostingClassifier`` / ``HistGradientBoostingRegressor`` with categorical features run the
   input through a fitted ``_preprocessor`` that puts the categorical columns first, so the predictors'
   ``feature_idx`` number the reordered columns, not the model's inputs.
+
+A LightGBM booster with linear trees (``linear_tree=True``) adds in each leaf ``leaf_coeff . x[leaf_features]``
+to the leaf's constant: a model file says ``is_linear=1`` and its loader refuses it (fairspec.models.treefile, FS401),
+but a booster read in memory (an LGBMClassifier ending a pipeline: fairspec.models.pipeline_boosters) is refused
+here (:func:`check_lightgbm_sum`). So is a LightGBM random forest (``boosting_type="rf"``; ``average_output``):
+its ``predict(raw_score=True)`` is the trees' sum but its probability the logistic of their *mean* (measured:
+predict_proba 0.31 from the logistic of the raw score, 5 trees), so the sum is not the margin its probability is of.
 """
 
 from __future__ import annotations
@@ -52,3 +59,24 @@ def check_inputs_in_order(est) -> None:
         raise UnsupportedModel(type(est).__name__, "_preprocessor", "it has categorical features, which its own "
                                "preprocessor moves before the others, so its trees' feature numbers are not its "
                                "inputs' and it is not read as trees")
+
+
+def check_lightgbm_sum(dump) -> None:
+    """Raise :class:`UnsupportedModel` unless a LightGBM ``dump_model()``'s prediction is the logistic (or softmax)
+    of its trees' summed leaf values: not for a random forest (``average_output``: the mean) nor for a leaf with a
+    linear part (a linear tree's ``leaf_coeff`` / ``leaf_features``: its prediction there is not its value)."""
+    if dump.get("average_output"):
+        raise UnsupportedModel("LightGBM", "average_output", "it is a random forest (boosting_type='rf'): its "
+                               "probability is the logistic of its trees' mean, while its raw score is their sum, "
+                               "so it is not read as trees")
+    for t, info in enumerate(dump.get("tree_info", [])):
+        stack = [info.get("tree_structure", {})]
+        while stack:
+            nd = stack.pop()
+            if "split_feature" in nd:
+                stack += [nd["left_child"], nd["right_child"]]
+            elif nd.get("leaf_coeff") or nd.get("leaf_features"):
+                raise UnsupportedModel("LightGBM", "linear_tree", f"tree {int(info.get('tree_index', t))} is a "
+                                       "linear tree (linear_tree=True): a leaf adds a linear function of the inputs "
+                                       "to its value, which the tree encodings do not model, so it is not read as "
+                                       "trees")

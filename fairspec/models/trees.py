@@ -46,7 +46,7 @@ import numpy as np
 
 from fairspec.models.base import unnamed_inputs
 from fairspec.models.network import UnsupportedModel, sigmoid
-from fairspec.models.sklearn_hidden import check_constant_init, check_inputs_in_order
+from fairspec.models.sklearn_hidden import check_constant_init, check_inputs_in_order, check_lightgbm_sum
 
 __all__ = ["Tree", "TreeEnsemble", "from_sklearn", "from_xgboost", "from_lightgbm", "is_tree_model",
            "random_ensemble", "LINKS"]
@@ -566,6 +566,7 @@ def _lightgbm_trees(dump, scale: float = 1.0, domains=None) -> list[Tree]:
     """Every tree of a LightGBM ``dump_model()``; a categorical split names its tree and input."""
     trees = []
     names = list(dump.get("feature_names") or ())
+    check_lightgbm_sum(dump)
     for t, info in enumerate(dump.get("tree_info", [])):
         try:
             trees.append(_lightgbm_tree(info["tree_structure"], scale, domains, int(info.get("tree_index", t))))
