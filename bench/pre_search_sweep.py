@@ -278,7 +278,6 @@ def gap4(stats, seeds):
 def _gap5_forms(t):
     """(pre-condition text on x.a, the whole numbers a of [0, 9] it holds on in both readings, or None where the
     readings part): arithmetic and `not` bounds with the constant on the grid point t (a tie)."""
-    from fractions import Fraction as F
     forms = [(f"x.a * 2 <= {2 * t}", lambda a: a <= t), (f"x.a * 2 < {2 * t}", lambda a: a < t),
              (f"not (x.a < {t})", lambda a: a >= t), (f"not (x.a <= {t})", lambda a: a > t),
              (f"(x.a + 1) / 2 > {(t + 1) / 2!r}", lambda a: a > t), (f"10 - x.a > {10 - t}", lambda a: a < t),

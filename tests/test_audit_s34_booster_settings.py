@@ -9,7 +9,6 @@ which inputs the trees read was about another model. Truth here: brute force on 
 from __future__ import annotations
 
 import itertools
-import re
 import warnings
 
 import numpy as np

@@ -116,7 +116,7 @@ def test_a_torch_linear_output_declared_prob_is_refused():
 def test_a_column_layout_matmul_by_a_vector_is_refused_not_an_internal_error(tmp_path):
     """``MatMul(v, r)`` of a 1-D weight on a [d, N] activation (a Transpose before) gives [N]: the reader
     took v as a matrix and failed with an IndexError ('internal error in the milp backend')."""
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
 
     from fairspec.models.network import from_onnx
