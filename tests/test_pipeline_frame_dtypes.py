@@ -91,6 +91,25 @@ property sp {
 '''
 
 
+def _parity_at_0_1(tmp_path, x, sign):
+    """A pipeline deciding class 1 where x lies on ``sign``'s side of the double 0.1 (group a's x: 0.1 narrowed;
+    group b's: 0 or 1), checked through the API on the frame holding ``x``: its own predict gives a parity gap of
+    1, so the verdict must be violated with value 1 (written as "0.1" it was read as 0.1: gap 0, holds)."""
+    fr = pd.DataFrame({"x": x, "g": ["a"] * 40 + ["b"] * 40, "y": [1, 0] * 40})
+    wide = pd.DataFrame({"x": [float(v) for v in x], "g": fr.g})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = Pipeline([("pre", ColumnTransformer([("n", "passthrough", ["x"]), ("o", OrdinalEncoder(), ["g"])])),
+                         ("clf", LogisticRegression())]).fit(wide, fr.y)
+        pipe[-1].coef_ = np.array([[sign, 0.0]])
+        pipe[-1].intercept_ = np.array([-sign * 0.1])
+        own = pipe.predict(wide)
+    assert own[:40].tolist() == [1] * 40 and own[40:].tolist() == [0] * 40
+    (tmp_path / "s.fair").write_text(SPEC)
+    v = fairspec.check(tmp_path / "s.fair", models={"m": pipe}, data={"d": fr})["sp"]
+    assert v.status == "violated" and v.value == 1.0, (v.status, v.value, v.reason)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16", "Float32"])
 def test_a_float32_column_is_checked_as_the_numbers_the_frame_holds(tmp_path, dtype):
     """x = 0.1 narrowed (float32: 0.10000000149..., float16: 0.0999755...) for group a; the model decides on which
@@ -98,20 +117,7 @@ def test_a_float32_column_is_checked_as_the_numbers_the_frame_holds(tmp_path, dt
     on the frame, a parity gap of 1 (violated). Written as "0.1" it was read as 0.1, class 0: gap 0, holds."""
     narrow = float(pd.array([0.1], dtype=dtype).astype("float64")[0])
     sign = 1.0 if narrow > 0.1 else -1.0
-    x = pd.array([0.1] * 40 + [0.0 if sign > 0 else 1.0] * 40, dtype=dtype)
-    fr = pd.DataFrame({"x": x, "g": ["a"] * 40 + ["b"] * 40, "y": [1, 0] * 40})
-    wide = fr[["x", "g"]].astype({"x": "float64"})
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        pipe = Pipeline([("pre", ColumnTransformer([("n", "passthrough", ["x"]), ("o", OrdinalEncoder(), ["g"])])),
-                         ("clf", LogisticRegression())]).fit(wide, fr.y)
-        pipe[-1].coef_ = np.array([[sign, 0.0]])
-        pipe[-1].intercept_ = np.array([-sign * 0.1])
-        own = pipe.predict(wide)
-    assert own[:40].tolist() == [1] * 40 and own[40:].tolist() == [0] * 40
-    (tmp_path / "s.fair").write_text(SPEC)
-    v = fairspec.check(tmp_path / "s.fair", models={"m": pipe}, data={"d": fr})["sp"]
-    assert v.status == "violated" and v.value == 1.0, (v.status, v.value, v.reason)
+    _parity_at_0_1(tmp_path, pd.array([0.1] * 40 + [0.0 if sign > 0 else 1.0] * 40, dtype=dtype), sign)
 
 
 @pytest.mark.parametrize("carrier", ["object", "sparse"])
@@ -119,20 +125,7 @@ def test_float32_cells_in_an_object_or_sparse_column_are_checked_as_the_frame_ho
     """The review of the widening (session 34): an object column holding np.float32 scalars was written as "0.1"
     (read back as 0.1: parity gap 0, holds, where the pipeline's own predict gives 1), and a Sparse[float32] column
     raised TypeError outside the API's error handling. Both are now written as the doubles the frame holds."""
-    narrow = float(np.float32(0.1))
-    sign = 1.0 if narrow > 0.1 else -1.0
+    sign = 1.0 if float(np.float32(0.1)) > 0.1 else -1.0
     vals = np.array([0.1] * 40 + [0.0 if sign > 0 else 1.0] * 40, dtype=np.float32)
     x = pd.Series(list(vals), dtype=object) if carrier == "object" else pd.Series(pd.arrays.SparseArray(vals))
-    fr = pd.DataFrame({"x": x, "g": ["a"] * 40 + ["b"] * 40, "y": [1, 0] * 40})
-    wide = pd.DataFrame({"x": vals.astype(np.float64), "g": fr.g})
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        pipe = Pipeline([("pre", ColumnTransformer([("n", "passthrough", ["x"]), ("o", OrdinalEncoder(), ["g"])])),
-                         ("clf", LogisticRegression())]).fit(wide, fr.y)
-        pipe[-1].coef_ = np.array([[sign, 0.0]])
-        pipe[-1].intercept_ = np.array([-sign * 0.1])
-        own = pipe.predict(wide)
-    assert own[:40].tolist() == [1] * 40 and own[40:].tolist() == [0] * 40
-    (tmp_path / "s.fair").write_text(SPEC)
-    v = fairspec.check(tmp_path / "s.fair", models={"m": pipe}, data={"d": fr})["sp"]
-    assert v.status == "violated" and v.value == 1.0, (v.status, v.value, v.reason)
+    _parity_at_0_1(tmp_path, x, sign)
