@@ -76,3 +76,31 @@ def _target_truth(prop: ir.GroupMetric, ctx) -> str | None:
     except Exception:  # noqa: BLE001 - the sentence only; the model's own errors are reported where it is read
         pass
     return f"{where} (the truth) holds {name}"
+
+
+def undefined_reason(prop: ir.GroupMetric, cells: np.ndarray, eligible, names, status: str) -> str | None:
+    """The reason a ``holds`` or ``violated`` is not said when an eligible group's rate is 0/0, or None.
+
+    A rate with no row (or no weight) in its denominator -- a group with no positive label for a TPR, a
+    group of weight 0 -- is left out of the comparison (numpy's nanmax / nanmin), so the value is over
+    the other groups alone. That reading is not the claim's: fairlearn (zero_division = 0) counts such a
+    rate as 0, so a `holds` over the other groups alone is never said. A verdict every value of the
+    left-out rates keeps (a difference or the highest rate only grows with another group, a ratio or
+    the lowest rate only falls) stands: `<=` / `<` violated, `>=` / `>` holds of a difference."""
+    from fairspec.analyses.group_rates import RATES, rate
+
+    mdef = METRICS[prop.metric]
+    if status not in ("holds", "violated") or mdef.form not in ("difference", "ratio", "average",
+                                                                  "max_rate", "min_rate"):
+        return None
+    el = np.flatnonzero(np.asarray(eligible, dtype=bool))
+    gone = [f"{names[g]} ({r}: {RATES[r][2]} has no row in its denominator)"
+            for r in mdef.rates for g, v in zip(el, rate(cells[el], r)) if np.isnan(v)]
+    if not gone:
+        return None
+    grows = mdef.form in ("difference", "average", "max_rate")
+    if (status == "violated") == (grows == (prop.op in ("<", "<="))):
+        return None
+    return (f"a rate {prop.metric} compares is 0/0 in {', '.join(gone)}: the value is over the other groups "
+            f"alone, and the left-out rate could decide the claim either way (fairlearn's zero_division = 0 "
+            f"counts it as 0)")

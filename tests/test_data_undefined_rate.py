@@ -1,0 +1,83 @@
+"""A group whose compared rate is 0/0 on data rows (no row with label = 1 for a TPR, a group whose
+rows all weigh 0) is left out of the comparison; the value over the other groups alone must not
+make a `holds` (it did: equal_opportunity 0 over one group, where fairlearn says 0.5). A verdict
+every value of the left-out rate keeps stands (a difference only grows with another group)."""
+
+from __future__ import annotations
+
+import pytest
+
+SPEC = """\
+data log = csv("{csv}", label = outcome == 1)
+
+features P from log {{
+  sex : {{F, M}}  protected
+}}
+
+model s = predictions(log, decision = "approved")
+
+property eo {{ equal_opportunity(s, groups sex) <= 0.1 }}
+property eo_overall {{ equal_opportunity(s, groups sex) <= 0.1  compare = to_overall }}
+property eodds {{ equalized_odds(s, groups sex) <= 0.1 }}
+property eor {{ equal_opportunity_ratio(s, groups sex) >= 0.8 }}
+property fnr {{ false_negative_rate_difference(s, groups sex) <= 0.1 }}
+property eo_low {{ equal_opportunity(s, groups sex) <= 0.01 }}
+property eo_ge {{ equal_opportunity(s, groups sex) >= 0.2 }}
+property ppv {{ predictive_parity_difference(s, groups sex) <= 0.6 }}
+property sp_w {{ statistical_parity(s, groups sex) <= 0.05  weight = w }}
+property di_w {{ disparate_impact(s, groups sex) >= 0.8  weight = w }}
+"""
+
+
+def _rows(spec):
+    out = ["sex,approved,outcome,w"]
+    for sx, d, lab, w, n in spec:
+        out += [f"{sx},{d},{lab},{w}"] * n
+    return "\n".join(out) + "\n"
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    from fairspec.pipeline import check
+
+    tmp = tmp_path_factory.mktemp("undefined")
+    # F: no row with label 1 (TPR, FNR 0/0) and every row of weight 0; M: TPR 0.5, FPR 0.5
+    csv = tmp / "log.csv"
+    csv.write_text(_rows([("F", 1, 0, 0, 200), ("F", 0, 0, 0, 200), ("M", 1, 1, 1, 100), ("M", 0, 1, 1, 100),
+                          ("M", 1, 0, 1, 100), ("M", 0, 0, 1, 100)]))
+    spec = tmp / "undefined.fair"
+    spec.write_text(SPEC.format(csv=csv))
+    rep = check(spec)
+    assert not rep.has_errors and not rep.internal_errors, ([d.message for d in rep.diagnostics], rep.internal_errors)
+    return {v.name: v for v in rep.verdicts}
+
+
+@pytest.mark.parametrize("name", ["eo", "eo_overall", "eodds", "eor", "fnr", "eo_ge", "sp_w", "di_w"])
+def test_a_rate_that_is_0_over_0_in_a_group_never_makes_holds(verdicts, name):
+    v = verdicts[name]
+    assert v.status == "unknown", (name, v.status, v.value, v.reason)
+    assert "0/0 in sex=F" in v.reason, v.reason
+
+
+def test_a_verdict_any_value_of_the_left_out_rate_keeps_stands(verdicts):
+    # F's PPV is defined (F has positive decisions): 0 against M's 0.5, a difference of 0.5
+    assert verdicts["ppv"].status == "holds", verdicts["ppv"].reason
+    # equal_opportunity over M alone is 0; F's TPR, whatever it is, only widens the gap: violated stays
+    # unknown here (the interval [0, 0] satisfies <= 0.01), and is never holds
+    assert verdicts["eo_low"].status == "unknown"
+
+
+def test_violated_is_kept_where_the_left_out_group_can_only_widen_the_gap(tmp_path):
+    from fairspec.pipeline import check
+
+    csv = tmp_path / "log.csv"
+    # F: no label 1; M: TPR 0.5; K: TPR 1 -> gap 0.5 over M and K, whatever F's TPR
+    csv.write_text(_rows([("F", 1, 0, 1, 200), ("F", 0, 0, 1, 200), ("M", 1, 1, 1, 200), ("M", 0, 1, 1, 200),
+                          ("K", 1, 1, 1, 400)]))
+    spec = tmp_path / "v.fair"
+    spec.write_text(SPEC.replace("{{F, M}}", "{{F, M, K}}").format(csv=csv))
+    rep = check(spec)
+    v = {x.name: x for x in rep.verdicts}
+    assert v["eo"].status == "violated", v["eo"].reason
+    assert v["eor"].status == "violated", v["eor"].reason
+    assert v["eo_ge"].status == "holds", v["eo_ge"].reason      # >= 0.2 of a difference: F only widens it
