@@ -528,6 +528,9 @@ def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, 
     exact, why = _exact_value(prop, pb, subsets, ppvs, fifs, readings)
     if not pb.exact_classifier:
         return _approximated(prop, pb, exact, value, common)
+    if exact is None and why is not None and (" is undefined" in why or why == "no group has a PPV"):
+        return Verdict(prop.name, prop.kind, "unknown", reason=f"in exact rationals, {why} (0/0: no group has a "
+                       f"positive decision, or a group has probability 0)", **common)
     if exact is not None:
         details["exact_value"] = str(exact)
         _exact_groups(details, ppvs, pb.bn, pb.protected)
@@ -646,6 +649,8 @@ def _verdict(prop, pb: Problem, res, backend, t0, boot: dict | None = None) -> V
     if solver:
         details["solver"] = _plain(solver)
     details["solve_seconds"] = round(float(res.details.get("solve_seconds", res.seconds)), 6)
+    if prop.metric == "disparate_impact" and res.most_favoured_ppv is not None and res.most_favoured_ppv <= 0:
+        value = None        # 0/0: every group's PPV is 0 (it was read as 1 and proved >= 0.8)
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return unknown(prop, f"{prop.metric} is undefined for this distribution (no group has a positive "
                              f"decision, or a group has probability 0)", backend=backend, seconds=seconds,
