@@ -104,3 +104,25 @@ def undefined_reason(prop: ir.GroupMetric, cells: np.ndarray, eligible, names, s
     return (f"a rate {prop.metric} compares is 0/0 in {', '.join(gone)}: the value is over the other groups "
             f"alone, and the left-out rate could decide the claim either way (fairlearn's zero_division = 0 "
             f"counts it as 0)")
+
+
+def undefined_output_reason(prop: ir.GroupMetric, per, eligible, names, status: str) -> str | None:
+    """:func:`undefined_reason` for the multiclass and regression metrics: an eligible group whose
+    compared quantity is 0/0 where another group's is defined (a class its target never holds for
+    ``multiclass_equalized_odds``, a group whose rows all weigh 0) is left out of the comparison."""
+    mdef = METRICS[prop.metric]
+    if status not in ("holds", "violated") or mdef.form == "ks_distance":
+        return None
+    el = np.flatnonzero(np.asarray(eligible, dtype=bool))
+    pe = np.asarray(per, dtype=np.float64)[el].reshape(len(el), -1)
+    nan = np.isnan(pe)
+    partial = nan & ~nan.all(axis=0)[None, :]          # undefined here, defined in another group
+    gone = [str(names[g]) for g, row in zip(el, partial) if row.any()]
+    if not gone:
+        return None
+    grows = mdef.form != "output_ratio"
+    if (status == "violated") == (grows == (prop.op in ("<", "<="))):
+        return None
+    return (f"a quantity {prop.metric} compares is 0/0 in {', '.join(gone)} (no row, or no weight, in its "
+            f"denominator): the value is over the other groups alone, and the left-out quantity could decide "
+            f"the claim either way")
