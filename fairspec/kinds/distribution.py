@@ -58,7 +58,7 @@ import numpy as np
 from fairspec import ir
 from fairspec.analyses.distribution import BayesNet, DistributionError
 from fairspec.backends.boolean.elimination import network_has_feature_edges, tree_ppvs_elimination
-from fairspec.kinds.distribution_problem import LABEL, Problem, build_problem, table_network  # noqa: F401
+from fairspec.kinds.distribution_problem import LABEL, Problem, build_problem, table_network, table_slack  # noqa: F401
 from fairspec.kinds.distribution_rule import model_or_unknown as _model_or_unknown
 from fairspec.kinds.distribution_rule import rule_gap as _rule_gap
 from fairspec.kinds.distribution_rule import rule_matches as _rule_matches
@@ -557,18 +557,25 @@ def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, 
         return Verdict(prop.name, prop.kind, "violated", reason=violated_reason, **common)
     details["exact_value"] = None
     details["not_exact"] = why
-    lo, hi = value - FLOAT_ALLOWANCE, value + FLOAT_ALLOWANCE
+    slack = float(table_slack(pb.bn))          # rows summing to 1 only within lint's 1e-6: no one distribution
+    per = {"most_favoured": 1, "least_favoured": 1, "statistical_parity": 2}.get(prop.metric)
+    if slack > 0 and per is None:
+        return Verdict(prop.name, prop.kind, "unknown", reason=f"computed in floating point only ({why}): a table "
+                       f"whose rows do not sum to 1 is no distribution, and {prop.metric} of its readings (as written, "
+                       f"normalised) differ by an amount not bounded here; write the rows to sum to exactly 1", **common)
+    allow = FLOAT_ALLOWANCE + per * slack if slack > 0 else FLOAT_ALLOWANCE
+    lo, hi = value - allow, value + allow
     status = interval_status(prop.op, prop.threshold, lo, hi)
     if status == "holds":
         common["bound"] = (lo, hi)
         return Verdict(prop.name, prop.kind, "holds", how="estimated",
                        reason=f"computed in floating point only ({why}); the value is {value:.12g} "
-                              f"+- {FLOAT_ALLOWANCE:g}", **common)
+                              f"+- {allow:g}", **common)
     if status == "violated":
         return Verdict(prop.name, prop.kind, "violated", reason=violated_reason, **common)
     return Verdict(prop.name, prop.kind, "unknown",
                    reason=f"the value {value:.12g} was computed in floating point only ({why}) and lies within "
-                          f"{FLOAT_ALLOWANCE:g} of the threshold {_spec_number(prop.threshold)}", **common)
+                          f"{allow:g} of the threshold {_spec_number(prop.threshold)}", **common)
 
 
 def _approximated(prop, pb: Problem, exact, value: float, common: dict) -> Verdict:
