@@ -5,6 +5,7 @@ every value of the left-out rate keeps stands (a difference only grows with anot
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 SPEC = """\
@@ -112,4 +113,24 @@ def test_multiclass_equalized_odds_with_a_class_one_group_never_holds(tmp_path):
     assert v["meo_wide"].status == "unknown" and "0/0 in sex=F" in v["meo_wide"].reason, v["meo_wide"].reason
 
 
-import numpy as np  # noqa: E402
+
+def test_a_ratio_whose_rates_are_0_everywhere_is_0_over_0(tmp_path):
+    """TPR 0 in every group (positive decisions only on label-0 rows): equal_opportunity_ratio between groups
+    was undefined (unknown) but to_overall read 0/0 as 1 and held; equalized_odds_ratio took its FPR ratio
+    alone. Both are unknown now; a ratio of rates that are 1 everywhere (FNR) is 1 and holds."""
+    from fairspec.pipeline import check
+
+    csv = tmp_path / "log.csv"
+    csv.write_text(_rows([("F", 1, 0, 1, 100), ("F", 0, 0, 1, 100), ("F", 0, 1, 1, 100), ("M", 1, 0, 1, 150),
+                          ("M", 0, 0, 1, 50), ("M", 0, 1, 1, 100)]))
+    spec = tmp_path / "z.fair"
+    spec.write_text(SPEC.split("property")[0].format(csv=csv) +
+                    "property ov { equal_opportunity_ratio(s, groups sex) >= 0.8  compare = to_overall }\n"
+                    "property eqr { equalized_odds_ratio(s, groups sex) >= 0.5 }\n"
+                    "property eqr_ov { equalized_odds_ratio(s, groups sex) >= 0.5  compare = to_overall }\n"
+                    "property fnr { false_negative_rate_ratio(s, groups sex) >= 0.8  compare = to_overall }\n")
+    rep = check(spec)
+    v = {x.name: x for x in rep.verdicts}
+    for name in ("ov", "eqr", "eqr_ov"):
+        assert v[name].status == "unknown", (name, v[name].status, v[name].value, v[name].reason)
+    assert v["fnr"].status == "holds" and v["fnr"].value == 1.0

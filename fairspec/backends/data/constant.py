@@ -96,14 +96,16 @@ def undefined_reason(prop: ir.GroupMetric, cells: np.ndarray, eligible, names, s
     el = np.flatnonzero(np.asarray(eligible, dtype=bool))
     gone = [f"{names[g]} ({r}: {RATES[r][2]} has no row in its denominator)"
             for r in mdef.rates for g, v in zip(el, rate(cells[el], r)) if np.isnan(v)]
+    if mdef.form == "ratio" and len(mdef.rates) > 1:     # one rate's ratio 0/0 (0 in every group), the other's kept
+        gone += [f"every group ({r} is 0 in each, so its ratio is 0/0)" for r in mdef.rates
+                 if not np.isnan(rate(cells[el], r)).all() and np.nanmax(rate(cells[el], r)) == 0]
     if not gone:
         return None
     grows = mdef.form in ("difference", "average", "max_rate")
     if (status == "violated") == (grows == (prop.op in ("<", "<="))):
         return None
-    return (f"a rate {prop.metric} compares is 0/0 in {', '.join(gone)}: the value is over the other groups "
-            f"alone, and the left-out rate could decide the claim either way (fairlearn's zero_division = 0 "
-            f"counts it as 0)")
+    return (f"a rate {prop.metric} compares is 0/0 in {', '.join(gone)}: the value leaves it out, and what is "
+            f"left out could decide the claim either way (fairlearn's zero_division = 0 counts such a rate as 0)")
 
 
 def undefined_output_reason(prop: ir.GroupMetric, per, eligible, names, status: str) -> str | None:
