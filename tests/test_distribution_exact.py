@@ -70,6 +70,23 @@ def test_rows_not_summing_to_one_are_no_proof(tmp_path):
     assert "not exactly 1" in v["q"].details["not_exact"]
 
 
+def test_rows_within_lints_tolerance_of_1_widen_the_float_allowance(tmp_path):
+    """Session 34 (h1): p(F) = 0.5 and p(not F) = 0.5000009 pass lint (within 1e-6 of 1) but are no distribution:
+    read as written most_favoured is 0.75, normalised 0.749999775. It was `holds (estimated)` of `>= 0.7499999`
+    with the bound 0.75 +- 1e-9, a precision no reading has; the allowance now covers every reading (twice the
+    rows' deviation from 1), and a ratio, whose readings it does not bound, is unknown."""
+    text = FVGM.replace("p(S) = 0.3", "p(S) = 0.3\n  p(not S) = 0.7000009")
+    props = ("property tight {\n  most_favoured(clf, groups P, distribution d) >= 0.5499999\n}\n"
+             "property loose {\n  most_favoured(clf, groups P, distribution d) >= 0.5\n}\n"
+             "property di {\n  disparate_impact(clf, groups P, distribution d) >= 0.2\n}\n")
+    v = _verdicts(tmp_path, text + props)
+    assert v["tight"].status == "unknown", (v["tight"].status, v["tight"].bound, v["tight"].reason)
+    assert (v["loose"].status, v["loose"].how) == ("holds", "estimated")
+    lo, hi = v["loose"].bound
+    assert hi - lo >= 2 * 1.8e-6 - 1e-12
+    assert v["di"].status == "unknown" and "no distribution" in v["di"].reason, v["di"].reason
+
+
 def _brute(sizes, parents, cpts, order, clf, protected, group):
     free = [n for n in order if n not in protected]
     num = Fraction(0)

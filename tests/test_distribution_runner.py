@@ -213,6 +213,23 @@ def test_path_specific_with_most_favoured_groups_tied(tmp_path, claim, status):
         assert "most favoured" in v.reason and "0.35" in v.reason, v.reason
 
 
+@pytest.mark.parametrize("prop", [
+    "disparate_impact(m, groups P, distribution d) >= 0.8",
+    "disparate_impact(m, groups P, distribution d) >= 0.8\n  using ssat",
+    "disparate_impact(m, groups P, distribution d) <= 0.5",
+    "influence(m, groups P, distribution d, metric = disparate_impact) <= 0.05",
+])
+def test_disparate_impact_with_no_positive_decision_is_0_over_0(tmp_path, prop):
+    """Session 34 (h1): p(Q | P) = p(Q | not P) = 0 and the rule Q and R: both groups' PPV is exactly 0, so the
+    ratio is 0/0 (as on data rows, fairlearn's and AIF360's nan, the harness's own truth). It was read as 1 and
+    `>= 0.8` was holds (proved: exact arithmetic); unknown now, and statistical_parity (0 - 0) stays proved."""
+    text = WORLD.format(rule="Q and R", table="  p(Q | P) = 0\n  p(Q | not P) = 0\n  p(R) = 0.5")
+    v = verdicts(spec(tmp_path, text.replace("statistical_parity(m, groups P, distribution d) <= 1", prop)))["sp"]
+    assert v.status == "unknown" and "undefined" in v.reason, (v.status, v.how, v.reason)
+    v = verdicts(spec(tmp_path, text.replace("<= 1", "<= 0"), "sp.fair"))["sp"]
+    assert (v.status, v.how) == ("holds", "proved"), v.reason
+
+
 @pytest.mark.parametrize("prop, reason", [
     ("equalized_odds(m, groups P, distribution d) <= 0.1", "has no label"),
     ("disparate_impact(m, groups P, distribution d) >= 0.8\n  using dp", "dp backend handles linear classifiers only"),

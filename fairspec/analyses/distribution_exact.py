@@ -289,7 +289,7 @@ def exact_point_weighed(net: ExactNet, protected: Sequence[str], groups: Sequenc
 
 def exact_metric(metric: str, ppvs: Mapping) -> Fraction | None:
     """most_favoured / least_favoured / statistical_parity / disparate_impact of exact PPVs
-    (disparate impact 1 when every group's PPV is 0, as the float path); None when undefined."""
+    ; None when undefined (disparate impact when every group's PPV is 0: 0/0, as on data rows)."""
     vals = [p for p in ppvs.values() if p is not None]
     if not vals:
         return None
@@ -301,9 +301,7 @@ def exact_metric(metric: str, ppvs: Mapping) -> Fraction | None:
     if metric in ("statistical_parity", "spread"):
         return hi - lo
     if metric == "disparate_impact":
-        if hi <= 0:
-            return Fraction(1) if lo <= 0 else None
-        return lo / hi
+        return lo / hi if hi > 0 else None
     raise ExactUnavailable(f"{metric} has no exact evaluation")
 
 

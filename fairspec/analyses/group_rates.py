@@ -207,7 +207,7 @@ def compare(rates, overall, form: str, mode: str):
         o = np.asarray(overall)[..., None]
         if form == "ratio":
             r = np.minimum(rates / o, o / rates)
-            r = np.where((rates == 0) & (o == 0), 1.0, r)
+            r = np.where(o == 0, np.nan, r)       # the overall rate 0: every group's is 0 or 0/0, the ratio 0/0
             return np.where(np.isnan(rates).all(axis=-1), np.nan, np.nanmin(r, axis=-1))
         return np.nanmax(np.abs(rates - o), axis=-1)
 
@@ -359,10 +359,11 @@ def exact_metric_value(metric: str, cells, mode: str = BETWEEN, overall_cells=No
             out.append(None)
             continue
         if form == "ratio":
-            # as the float path: 0/0 -> 1, one of them 0 -> min(0, inf) = 0
-            rs = [Fraction(1) if (x == 0 and o == 0) else
-                  (Fraction(0) if (x == 0 or o == 0) else min(x / o, o / x)) for x in vals]
-            out.append(min(rs))
+            # as the float path: the overall rate 0 -> 0/0 (undefined, as between groups), a group's 0 -> 0
+            if o == 0:
+                out.append(None)
+                continue
+            out.append(min(Fraction(0) if x == 0 else min(x / o, o / x) for x in vals))
         else:
             out.append(max(abs(x - o) for x in vals))
     if len(out) == 1:

@@ -58,7 +58,7 @@ import numpy as np
 from fairspec import ir
 from fairspec.analyses.distribution import BayesNet, DistributionError
 from fairspec.backends.boolean.elimination import network_has_feature_edges, tree_ppvs_elimination
-from fairspec.kinds.distribution_problem import LABEL, Problem, build_problem, table_network  # noqa: F401
+from fairspec.kinds.distribution_problem import LABEL, Problem, build_problem, table_network, table_slack  # noqa: F401
 from fairspec.kinds.distribution_rule import model_or_unknown as _model_or_unknown
 from fairspec.kinds.distribution_rule import rule_gap as _rule_gap
 from fairspec.kinds.distribution_rule import rule_matches as _rule_matches
@@ -528,6 +528,9 @@ def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, 
     exact, why = _exact_value(prop, pb, subsets, ppvs, fifs, readings)
     if not pb.exact_classifier:
         return _approximated(prop, pb, exact, value, common)
+    if exact is None and why is not None and (" is undefined" in why or why == "no group has a PPV"):
+        return Verdict(prop.name, prop.kind, "unknown", reason=f"in exact rationals, {why} (0/0: no group has a "
+                       f"positive decision, or a group has probability 0)", **common)
     if exact is not None:
         details["exact_value"] = str(exact)
         _exact_groups(details, ppvs, pb.bn, pb.protected)
@@ -554,18 +557,25 @@ def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, 
         return Verdict(prop.name, prop.kind, "violated", reason=violated_reason, **common)
     details["exact_value"] = None
     details["not_exact"] = why
-    lo, hi = value - FLOAT_ALLOWANCE, value + FLOAT_ALLOWANCE
+    slack = float(table_slack(pb.bn))          # rows summing to 1 only within lint's 1e-6: no one distribution
+    per = {"most_favoured": 1, "least_favoured": 1, "statistical_parity": 2}.get(prop.metric)
+    if slack > 0 and per is None:
+        return Verdict(prop.name, prop.kind, "unknown", reason=f"computed in floating point only ({why}): a table "
+                       f"whose rows do not sum to 1 is no distribution, and {prop.metric} of its readings (as written, "
+                       f"normalised) differ by an amount not bounded here; write the rows to sum to exactly 1", **common)
+    allow = FLOAT_ALLOWANCE + per * slack if slack > 0 else FLOAT_ALLOWANCE
+    lo, hi = value - allow, value + allow
     status = interval_status(prop.op, prop.threshold, lo, hi)
     if status == "holds":
         common["bound"] = (lo, hi)
         return Verdict(prop.name, prop.kind, "holds", how="estimated",
                        reason=f"computed in floating point only ({why}); the value is {value:.12g} "
-                              f"+- {FLOAT_ALLOWANCE:g}", **common)
+                              f"+- {allow:g}", **common)
     if status == "violated":
         return Verdict(prop.name, prop.kind, "violated", reason=violated_reason, **common)
     return Verdict(prop.name, prop.kind, "unknown",
                    reason=f"the value {value:.12g} was computed in floating point only ({why}) and lies within "
-                          f"{FLOAT_ALLOWANCE:g} of the threshold {_spec_number(prop.threshold)}", **common)
+                          f"{allow:g} of the threshold {_spec_number(prop.threshold)}", **common)
 
 
 def _approximated(prop, pb: Problem, exact, value: float, common: dict) -> Verdict:
@@ -646,6 +656,8 @@ def _verdict(prop, pb: Problem, res, backend, t0, boot: dict | None = None) -> V
     if solver:
         details["solver"] = _plain(solver)
     details["solve_seconds"] = round(float(res.details.get("solve_seconds", res.seconds)), 6)
+    if prop.metric == "disparate_impact" and res.most_favoured_ppv is not None and res.most_favoured_ppv <= 0:
+        value = None        # 0/0: every group's PPV is 0 (it was read as 1 and proved >= 0.8)
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return unknown(prop, f"{prop.metric} is undefined for this distribution (no group has a positive "
                              f"decision, or a group has probability 0)", backend=backend, seconds=seconds,

@@ -166,6 +166,7 @@ def table_network(dist: ir.Distribution, fs: ir.FeatureSet, protected=()) -> tup
     parents, cpts = {}, {}
     exact_cpts: dict = {}
     exact_why: list[str] = []
+    slack = Fraction(0)     # sum over features of the largest |row sum - 1| as written (see table_slack)
     for n, var in variables.items():
         rows = by_target.get(n, [])
         cond = [r for r in rows if r.given]
@@ -230,6 +231,8 @@ def table_network(dist: ir.Distribution, fs: ir.FeatureSet, protected=()) -> tup
                                         f"distribution '{dist.name}' sum to {_spec_number(round(s, 12))}, not 1")
             table[key] = row
         parents[n], cpts[n] = pa, table
+        slack += max((_row_deviation(given_x, key, var.k) for key in itertools.product(*[range(k) for k in shape])),
+                     default=Fraction(0))
         try:
             exact_cpts[n] = table_rows_exact(given_x, shape, var.k)
         except ExactUnavailable as e:
@@ -239,7 +242,27 @@ def table_network(dist: ir.Distribution, fs: ir.FeatureSet, protected=()) -> tup
     bn.exact_tables = (None if exact_why else
                        ExactNet({n: v.k for n, v in variables.items()}, parents, exact_cpts, bn.order))
     bn.exact_why = "; ".join(exact_why) or None
+    bn.table_slack = slack
     return bn, notes
+
+
+def _row_deviation(given_x: dict, key: tuple, k: int) -> Fraction:
+    """How far one row's probabilities as written are from a distribution: |sum - 1| (a row with one
+    value left out gets the rest, so only a sum above 1 counts)."""
+    row = [given_x.get(key + (j,)) for j in range(k)]
+    total = sum((p for p in row if p is not None), Fraction(0))
+    if sum(p is None for p in row) == 1:
+        return max(total - 1, Fraction(0))
+    return abs(total - 1)
+
+
+def table_slack(bn) -> Fraction:
+    """A declared table whose rows sum to 1 only within lint's 1e-6 (0.3333333 three times) is no
+    distribution: every reading of it (as written, normalised, the rest on one value) is within L1
+    2 |sum - 1| of another in each row, so a group's PPV -- an event's probability under the product
+    of the rows -- moves by at most the sum over features of their largest such deviation, twice
+    (second-order terms included while it is small). 0 for a table whose rows sum to exactly 1."""
+    return 2 * Fraction(getattr(bn, "table_slack", 0) or 0)
 
 
 def _given_text(r: ir.CptRow) -> str:

@@ -76,3 +76,55 @@ def _target_truth(prop: ir.GroupMetric, ctx) -> str | None:
     except Exception:  # noqa: BLE001 - the sentence only; the model's own errors are reported where it is read
         pass
     return f"{where} (the truth) holds {name}"
+
+
+def undefined_reason(prop: ir.GroupMetric, cells: np.ndarray, eligible, names, status: str) -> str | None:
+    """The reason a ``holds`` or ``violated`` is not said when an eligible group's rate is 0/0, or None.
+
+    A rate with no row (or no weight) in its denominator -- a group with no positive label for a TPR, a
+    group of weight 0 -- is left out of the comparison (numpy's nanmax / nanmin), so the value is over
+    the other groups alone. That reading is not the claim's: fairlearn (zero_division = 0) counts such a
+    rate as 0, so a `holds` over the other groups alone is never said. A verdict every value of the
+    left-out rates keeps (a difference or the highest rate only grows with another group, a ratio or
+    the lowest rate only falls) stands: `<=` / `<` violated, `>=` / `>` holds of a difference."""
+    from fairspec.analyses.group_rates import RATES, rate
+
+    mdef = METRICS[prop.metric]
+    if status not in ("holds", "violated") or mdef.form not in ("difference", "ratio", "average",
+                                                                  "max_rate", "min_rate"):
+        return None
+    el = np.flatnonzero(np.asarray(eligible, dtype=bool))
+    gone = [f"{names[g]} ({r}: {RATES[r][2]} has no row in its denominator)"
+            for r in mdef.rates for g, v in zip(el, rate(cells[el], r)) if np.isnan(v)]
+    if mdef.form == "ratio" and len(mdef.rates) > 1:     # one rate's ratio 0/0 (0 in every group), the other's kept
+        gone += [f"every group ({r} is 0 in each, so its ratio is 0/0)" for r in mdef.rates
+                 if not np.isnan(rate(cells[el], r)).all() and np.nanmax(rate(cells[el], r)) == 0]
+    if not gone:
+        return None
+    grows = mdef.form in ("difference", "average", "max_rate")
+    if (status == "violated") == (grows == (prop.op in ("<", "<="))):
+        return None
+    return (f"a rate {prop.metric} compares is 0/0 in {', '.join(gone)}: the value leaves it out, and what is "
+            f"left out could decide the claim either way (fairlearn's zero_division = 0 counts such a rate as 0)")
+
+
+def undefined_output_reason(prop: ir.GroupMetric, per, eligible, names, status: str) -> str | None:
+    """:func:`undefined_reason` for the multiclass and regression metrics: an eligible group whose
+    compared quantity is 0/0 where another group's is defined (a class its target never holds for
+    ``multiclass_equalized_odds``, a group whose rows all weigh 0) is left out of the comparison."""
+    mdef = METRICS[prop.metric]
+    if status not in ("holds", "violated") or mdef.form == "ks_distance":
+        return None
+    el = np.flatnonzero(np.asarray(eligible, dtype=bool))
+    pe = np.asarray(per, dtype=np.float64)[el].reshape(len(el), -1)
+    nan = np.isnan(pe)
+    partial = nan & ~nan.all(axis=0)[None, :]          # undefined here, defined in another group
+    gone = [str(names[g]) for g, row in zip(el, partial) if row.any()]
+    if not gone:
+        return None
+    grows = mdef.form != "output_ratio"
+    if (status == "violated") == (grows == (prop.op in ("<", "<="))):
+        return None
+    return (f"a quantity {prop.metric} compares is 0/0 in {', '.join(gone)} (no row, or no weight, in its "
+            f"denominator): the value is over the other groups alone, and the left-out quantity could decide "
+            f"the claim either way")

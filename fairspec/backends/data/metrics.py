@@ -24,7 +24,7 @@ from fairspec import ir
 from fairspec.analyses.group_rates import BETWEEN, METRICS, benefit_mean, ece, metric_value, rate, uses_label
 from fairspec.backends.data import batching
 from fairspec.backends.data.budget import NONE as NO_LIMIT, Budget, OutOfTime
-from fairspec.backends.data.constant import constant_reason
+from fairspec.backends.data.constant import constant_reason, undefined_reason
 from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 from fairspec.verdict import Verdict, interval_status, unknown
@@ -578,6 +578,7 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
             poisson_multiplicities)
         if batched:
             return Verdict(prop.name, prop.kind, "unknown", reason=batched, **common)
+    why_unknown = why_unknown or undefined_reason(prop, cells, eligible, names, status)
     if why_unknown:
         return Verdict(prop.name, prop.kind, "unknown", reason=why_unknown, **common)
     if status == "holds" and constant:

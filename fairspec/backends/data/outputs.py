@@ -20,6 +20,7 @@ import numpy as np
 from fairspec import ir
 from fairspec.analyses.group_rates import BETWEEN, METRICS
 from fairspec.backends.data import batching
+from fairspec.backends.data.constant import undefined_output_reason
 from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows
 from fairspec.verdict import Unsupported, Verdict, interval_status, unknown
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
@@ -380,6 +381,9 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
                   details=details)
     claim = f"{prop.metric} {prop.op} {_spec_number(prop.threshold)}"      # as written: 0.1234567, not 0.123457
     status = interval_status(prop.op, prop.threshold, lo, hi)
+    why = undefined_output_reason(prop, per, eligible, names, status)
+    if why:
+        return Verdict(prop.name, prop.kind, "unknown", reason=why, **common)
     if status == "holds":
         return estimated_holds(prop, claim, small, opts.min_group_size, common, opts.confidence)
     if status == "violated":

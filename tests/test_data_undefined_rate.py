@@ -1,0 +1,136 @@
+"""A group whose compared rate is 0/0 on data rows (no row with label = 1 for a TPR, a group whose
+rows all weigh 0) is left out of the comparison; the value over the other groups alone must not
+make a `holds` (it did: equal_opportunity 0 over one group, where fairlearn says 0.5). A verdict
+every value of the left-out rate keeps stands (a difference only grows with another group)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+SPEC = """\
+data log = csv("{csv}", label = outcome == 1)
+
+features P from log {{
+  sex : {{F, M}}  protected
+}}
+
+model s = predictions(log, decision = "approved")
+
+property eo {{ equal_opportunity(s, groups sex) <= 0.1 }}
+property eo_overall {{ equal_opportunity(s, groups sex) <= 0.1  compare = to_overall }}
+property eodds {{ equalized_odds(s, groups sex) <= 0.1 }}
+property eor {{ equal_opportunity_ratio(s, groups sex) >= 0.8 }}
+property fnr {{ false_negative_rate_difference(s, groups sex) <= 0.1 }}
+property eo_low {{ equal_opportunity(s, groups sex) <= 0.01 }}
+property eo_ge {{ equal_opportunity(s, groups sex) >= 0.2 }}
+property ppv {{ predictive_parity_difference(s, groups sex) <= 0.6 }}
+property sp_w {{ statistical_parity(s, groups sex) <= 0.05  weight = w }}
+property di_w {{ disparate_impact(s, groups sex) >= 0.8  weight = w }}
+"""
+
+
+def _rows(spec):
+    out = ["sex,approved,outcome,w"]
+    for sx, d, lab, w, n in spec:
+        out += [f"{sx},{d},{lab},{w}"] * n
+    return "\n".join(out) + "\n"
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    from fairspec.pipeline import check
+
+    tmp = tmp_path_factory.mktemp("undefined")
+    # F: no row with label 1 (TPR, FNR 0/0) and every row of weight 0; M: TPR 0.5, FPR 0.5
+    csv = tmp / "log.csv"
+    csv.write_text(_rows([("F", 1, 0, 0, 200), ("F", 0, 0, 0, 200), ("M", 1, 1, 1, 100), ("M", 0, 1, 1, 100),
+                          ("M", 1, 0, 1, 100), ("M", 0, 0, 1, 100)]))
+    spec = tmp / "undefined.fair"
+    spec.write_text(SPEC.format(csv=csv))
+    rep = check(spec)
+    assert not rep.has_errors and not rep.internal_errors, ([d.message for d in rep.diagnostics], rep.internal_errors)
+    return {v.name: v for v in rep.verdicts}
+
+
+@pytest.mark.parametrize("name", ["eo", "eo_overall", "eodds", "eor", "fnr", "eo_ge", "sp_w", "di_w"])
+def test_a_rate_that_is_0_over_0_in_a_group_never_makes_holds(verdicts, name):
+    v = verdicts[name]
+    assert v.status == "unknown", (name, v.status, v.value, v.reason)
+    assert "0/0 in sex=F" in v.reason, v.reason
+
+
+def test_a_verdict_any_value_of_the_left_out_rate_keeps_stands(verdicts):
+    # F's PPV is defined (F has positive decisions): 0 against M's 0.5, a difference of 0.5
+    assert verdicts["ppv"].status == "holds", verdicts["ppv"].reason
+    # equal_opportunity over M alone is 0; F's TPR, whatever it is, only widens the gap: violated stays
+    # unknown here (the interval [0, 0] satisfies <= 0.01), and is never holds
+    assert verdicts["eo_low"].status == "unknown"
+
+
+def test_violated_is_kept_where_the_left_out_group_can_only_widen_the_gap(tmp_path):
+    from fairspec.pipeline import check
+
+    csv = tmp_path / "log.csv"
+    # F: no label 1; M: TPR 0.5; K: TPR 1 -> gap 0.5 over M and K, whatever F's TPR
+    csv.write_text(_rows([("F", 1, 0, 1, 200), ("F", 0, 0, 1, 200), ("M", 1, 1, 1, 200), ("M", 0, 1, 1, 200),
+                          ("K", 1, 1, 1, 400)]))
+    spec = tmp_path / "v.fair"
+    spec.write_text(SPEC.replace("{{F, M}}", "{{F, M, K}}").format(csv=csv))
+    rep = check(spec)
+    v = {x.name: x for x in rep.verdicts}
+    assert v["eo"].status == "violated", v["eo"].reason
+    assert v["eor"].status == "violated", v["eor"].reason
+    assert v["eo_ge"].status == "holds", v["eo_ge"].reason      # >= 0.2 of a difference: F only widens it
+
+
+def test_multiclass_equalized_odds_with_a_class_one_group_never_holds(tmp_path):
+    """multiclass_equalized_odds over a class whose target no row of group F holds: F's TPR of it is 0/0, and
+    the gap of that class was taken over M alone (0), so the value was class 0's FPR gap, 0.25, and `<= 0.35`
+    held where fairlearn (F's TPR 0) says 0.5. Unknown now, naming F; `<= 0.15` stays violated."""
+    pytest.importorskip("sklearn")
+    sio = pytest.importorskip("skops.io")
+    from sklearn.tree import DecisionTreeClassifier
+
+    from fairspec.pipeline import check
+
+    # a = class predicted (0, 1, 2); the target: F never 2, M's 2 predicted 2 half the time
+    rows = ([(0, "F", 0)] * 100 + [(1, "F", 1)] * 100 + [(0, "M", 0)] * 100 + [(1, "M", 1)] * 100
+            + [(2, "M", 2)] * 50 + [(0, "M", 2)] * 50)
+    X = np.array([[a, s == "M"] for a, s, _ in rows], dtype=np.float64)
+    est = DecisionTreeClassifier().fit(X, X[:, 0].astype(int))      # predict(a) = a
+    sio.dump(est, tmp_path / "m.skops")
+    (tmp_path / "d.csv").write_text("a,sex,t\n" + "".join(f"{a},{s},{t}\n" for a, s, t in rows))
+    (tmp_path / "s.fair").write_text(
+        'data d = csv("d.csv", target = t)\n'
+        'features F from d {\n  a : int in [0, 2]\n  sex : {F, M} protected\n}\n'
+        'model m = sklearn("m.skops")\nencode F for m { a : raw  sex : code }\n'
+        'property meo { multiclass_equalized_odds(m, groups sex) <= 0.15 }\n'
+        'property meo_wide { multiclass_equalized_odds(m, groups sex) <= 0.35 }\n')
+    rep = check(tmp_path / "s.fair")
+    v = {x.name: x for x in rep.verdicts}
+    assert v["meo"].status == "violated", v["meo"].reason
+    assert v["meo_wide"].status == "unknown" and "0/0 in sex=F" in v["meo_wide"].reason, v["meo_wide"].reason
+
+
+
+def test_a_ratio_whose_rates_are_0_everywhere_is_0_over_0(tmp_path):
+    """TPR 0 in every group (positive decisions only on label-0 rows): equal_opportunity_ratio between groups
+    was undefined (unknown) but to_overall read 0/0 as 1 and held; equalized_odds_ratio took its FPR ratio
+    alone. Both are unknown now; a ratio of rates that are 1 everywhere (FNR) is 1 and holds."""
+    from fairspec.pipeline import check
+
+    csv = tmp_path / "log.csv"
+    csv.write_text(_rows([("F", 1, 0, 1, 100), ("F", 0, 0, 1, 100), ("F", 0, 1, 1, 100), ("M", 1, 0, 1, 150),
+                          ("M", 0, 0, 1, 50), ("M", 0, 1, 1, 100)]))
+    spec = tmp_path / "z.fair"
+    spec.write_text(SPEC.split("property")[0].format(csv=csv) +
+                    "property ov { equal_opportunity_ratio(s, groups sex) >= 0.8  compare = to_overall }\n"
+                    "property eqr { equalized_odds_ratio(s, groups sex) >= 0.5 }\n"
+                    "property eqr_ov { equalized_odds_ratio(s, groups sex) >= 0.5  compare = to_overall }\n"
+                    "property fnr { false_negative_rate_ratio(s, groups sex) >= 0.8  compare = to_overall }\n")
+    rep = check(spec)
+    v = {x.name: x for x in rep.verdicts}
+    for name in ("ov", "eqr", "eqr_ov"):
+        assert v[name].status == "unknown", (name, v[name].status, v[name].value, v[name].reason)
+    assert v["fnr"].status == "holds" and v["fnr"].value == 1.0
