@@ -167,6 +167,7 @@ def test_lightgbm_random_forest_is_not_read_as_trees(boosting):
     probability is the logistic of their mean; read as trees, prob(m(x)) was the logistic of the sum (0.31 off)."""
     from scipy.special import expit
 
+    from fairspec.models import tree_columns as TC
     from fairspec.models import trees as T
     from fairspec.models.base import UnsupportedModel
 
@@ -181,7 +182,7 @@ def test_lightgbm_random_forest_is_not_read_as_trees(boosting):
     r = m.booster_.predict(GRID, raw_score=True)
     if boosting == "rf":
         assert np.abs(p - expit(r)).max() > 0.1 and np.allclose(p, expit(r / 5))
-        for read in (lambda: T.from_lightgbm(m.booster_), lambda: T.lightgbm_columns(m.booster_)):
+        for read in (lambda: T.from_lightgbm(m.booster_), lambda: TC.lightgbm_columns(m.booster_)):
             with pytest.raises(UnsupportedModel) as e:
                 read()
             assert e.value.node_name == "average_output"

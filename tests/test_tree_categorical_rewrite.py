@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import fairspec
+from fairspec.models import tree_columns as TC
 from fairspec.models import trees as T
 from fairspec.pipeline import lint
 
@@ -101,7 +102,7 @@ def test_xgboost_rewritten_trees_are_the_boosters_at_every_domain_point(how, one
     with pytest.raises(T.CategoricalSplit):
         T.from_xgboost(booster, domains={1: DOMAINS[1]})          # not the input split by category
     ens = T.from_xgboost(booster, domains=DOMAINS)
-    (col,) = T.xgboost_columns(booster, DOMAINS)
+    (col,) = TC.xgboost_columns(booster, DOMAINS)
     X = _grid()
     want = _xgb_leaf_values(booster, X)
     for e in (ens, col):
@@ -121,7 +122,7 @@ def test_lightgbm_rewritten_trees_are_the_boosters_at_every_domain_point(how, on
     with pytest.raises(T.CategoricalSplit):
         T.from_lightgbm(booster)
     ens = T.from_lightgbm(booster, domains=DOMAINS)
-    (col,) = T.lightgbm_columns(booster, DOMAINS)
+    (col,) = TC.lightgbm_columns(booster, DOMAINS)
     X = _grid()
     want = _lgb_leaf_values(booster, X)
     got = np.stack([t.value[t.apply(X)] for t in col.trees], axis=1)

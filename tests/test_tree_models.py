@@ -180,7 +180,7 @@ def test_a_tree_fitted_on_a_data_frame_is_read_without_the_feature_names_warning
     import sklearn.ensemble as E
     import sklearn.tree as T
 
-    from fairspec.models.trees import sklearn_columns
+    from fairspec.models.tree_columns import sklearn_columns
 
     pd = pytest.importorskip("pandas")
     X, y = _data()

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from fairspec.backends.trees.runtime import cell_ensemble, library_task, runtime_outputs
+from fairspec.models import tree_columns as TC
 from fairspec.models import trees as T
 
 
@@ -61,7 +62,7 @@ def test_sklearn_columns_and_runtime(name, kw, target):
     est = _sk(name, kw, target)
     model = SimpleNamespace(format="sklearn", raw=est)
     X = _grid()
-    cols = T.sklearn_columns(est)
+    cols = TC.sklearn_columns(est)
     task, k = library_task(model)
     union = cell_ensemble(model)
     assert union is not None and union.features() <= {0, 1, 2}
@@ -87,8 +88,8 @@ def test_sklearn_columns_and_runtime(name, kw, target):
 
 def test_forest_columns_share_their_trees():
     est = _sk(*SKLEARN[1])
-    cols = T.sklearn_columns(est)
-    assert len(T.split_union(cols).trees) == len(est.estimators_)
+    cols = TC.sklearn_columns(est)
+    assert len(TC.split_union(cols).trees) == len(est.estimators_)
     X = _grid()
     assert np.allclose(sum(c.aggregate(X) for c in cols), 1.0)
 
@@ -103,13 +104,13 @@ def test_xgboost_columns(objective, target):
     extra = {"num_class": 3} if objective.startswith("multi") else {}
     b = xgb.train({"objective": objective, "max_depth": 2, "nthread": 1, **extra},
                   xgb.DMatrix(X0, label=y3 if target == "y3" else yr), 5)
-    cols = T.xgboost_columns(b)
+    cols = TC.xgboost_columns(b)
     X = _grid()
     margins = np.asarray(b.predict(xgb.DMatrix(X), output_margin=True), dtype=np.float64).reshape(len(X), -1)
     assert len(cols) == margins.shape[1] == (3 if target == "y3" else 1)
     for j, c in enumerate(cols):
         assert np.allclose(c.aggregate(X), margins[:, j], atol=1e-5)
-    union = T.split_union(cols)
+    union = TC.split_union(cols)
     _cells_agree(union, X, [tuple(r) for r in margins])
 
 
@@ -120,13 +121,13 @@ def test_lightgbm_columns(objective, target):
     extra = {"num_class": 3} if objective == "multiclass" else {}
     b = lgb.train({"objective": objective, "num_leaves": 4, "verbose": -1, "min_data_in_leaf": 5, "num_threads": 1,
                    **extra}, lgb.Dataset(X0, label=y3 if target == "y3" else yr), 4)
-    cols = T.lightgbm_columns(b)
+    cols = TC.lightgbm_columns(b)
     X = _grid()
     raw = np.asarray(b.predict(X, raw_score=True), dtype=np.float64).reshape(len(X), -1)
     assert len(cols) == raw.shape[1]
     for j, c in enumerate(cols):
         assert np.allclose(c.aggregate(X), raw[:, j], atol=1e-9)
-    _cells_agree(T.split_union(cols), X, [tuple(r) for r in raw])
+    _cells_agree(TC.split_union(cols), X, [tuple(r) for r in raw])
 
 
 @pytest.mark.parametrize("objective,target", BOOSTERS + [("rank:pairwise", "yr")])
@@ -204,12 +205,12 @@ def test_xgboost_thresholds_are_the_float32_the_library_compares():
     X = np.round(rng.random((200, 2)) * 9) / 9           # grid points k/9, thresholds between or on them
     y = X[:, 0] * 3 + (X[:, 1] > 4 / 9) + rng.normal(0, 0.1, 200)
     b = xgb.train({"objective": "reg:squarederror", "max_depth": 3, "nthread": 1}, xgb.DMatrix(X, label=y), 4)
-    for ens in (T.xgboost_columns(b)[0], T.from_xgboost(xgb.train({"objective": "binary:logistic", "max_depth": 2,
+    for ens in (TC.xgboost_columns(b)[0], T.from_xgboost(xgb.train({"objective": "binary:logistic", "max_depth": 2,
                                                                      "nthread": 1},
                                                                     xgb.DMatrix(X, label=(y > 2).astype(float)), 3))):
         for t in ens.trees:
             inner = t.left >= 0
             assert np.all(t.threshold[inner] == t.threshold[inner].astype(np.float32).astype(np.float64))
     G = np.array([[a / 9, c / 9] for a in range(10) for c in range(10)])
-    cols = T.xgboost_columns(b)
-    _cells_agree(T.split_union(cols), G, np.asarray(b.predict(xgb.DMatrix(G)), dtype=np.float64))
+    cols = TC.xgboost_columns(b)
+    _cells_agree(TC.split_union(cols), G, np.asarray(b.predict(xgb.DMatrix(G)), dtype=np.float64))

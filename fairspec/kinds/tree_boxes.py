@@ -74,6 +74,7 @@ def _output_scores(model, margin: bool = False):
     from fairspec.backends.trees.runtime import _xgb_objective, library_task, pipeline_booster
     from fairspec.certify.treeboxes import Scores
     from fairspec.kinds.tree_cells import tree_nodes
+    from fairspec.models import tree_columns as TC
     from fairspec.models import trees as T
 
     fmt = getattr(model, "format", "")
@@ -97,14 +98,14 @@ def _output_scores(model, margin: bool = False):
         if name == "HistGradientBoostingRegressor" and str(getattr(est, "loss", "")) not in (
                 "squared_error", "absolute_error", "quantile"):
             return None
-        cols = T.sklearn_columns(est)
+        cols = TC.sklearn_columns(est)
         linear = name in ("DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier") or \
             task == "regression"
     elif fmt == "xgboost":
         obj = _xgb_objective(model)
         if task == "regression" and obj not in _XGB_IDENTITY:
             return None
-        cols = T.xgboost_columns(model.raw, getattr(model, "category_domains", None))
+        cols = TC.xgboost_columns(model.raw, getattr(model, "category_domains", None))
         linear = task == "regression"
         probs = obj == "multi:softprob"
     elif fmt == "lightgbm":
@@ -114,7 +115,7 @@ def _output_scores(model, margin: bool = False):
             return None
         if task == "multiclass" and obj not in ("multiclass", "softmax"):
             return None
-        cols = T.lightgbm_columns(model.raw, getattr(model, "category_domains", None))
+        cols = TC.lightgbm_columns(model.raw, getattr(model, "category_domains", None))
         linear = task == "regression"
     else:
         return None

@@ -239,7 +239,7 @@ def piecewise_linear_obstacle(format: str, path, output: str | int | None = None
 # scikit-learn tree models fairspec.models.trees.from_sklearn reads (the tree encodings)
 TREE_SKLEARN = frozenset({"DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier",
                           "GradientBoostingClassifier", "HistGradientBoostingClassifier",
-                          # regressors: fairspec.models.trees.sklearn_columns (cells of their split tests)
+                          # regressors: fairspec.models.tree_columns.sklearn_columns (cells of their split tests)
                           "DecisionTreeRegressor", "RandomForestRegressor", "ExtraTreesRegressor",
                           "GradientBoostingRegressor", "HistGradientBoostingRegressor"})
 TREE_FORMATS = ("xgboost", "lightgbm")

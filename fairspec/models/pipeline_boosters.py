@@ -59,7 +59,7 @@ def booster_trees(est, method: str, index):
 
 def booster_columns(est):
     """Every output column of an XGBClassifier / LGBMClassifier (``est``) of any number of classes as trees
-    (fairspec.models.trees.xgboost_columns / lightgbm_columns: one group of trees per class, a binary
+    (fairspec.models.tree_columns.xgboost_columns / lightgbm_columns: one group of trees per class, a binary
     model's one margin), for the class / class_prob / class_logit posts and k-discrimination of classes
     (fairspec.backends.trees.runtime.cell_ensemble, kinds/tree_boxes.output_scores): read under the same
     conditions as :func:`booster_trees` (the rounds its predict uses, NaN as its missing value, its
@@ -68,12 +68,13 @@ def booster_columns(est):
     (``predict(output_margin / raw_score = True)``) on 256 points straddling every threshold."""
     import numpy as np
 
+    from . import tree_columns as TC
     from . import trees as T
 
     name = type(est).__name__
     booster = _booster(est, binary=len(list(getattr(est, "classes_", []))) == 2)
-    cols = T.xgboost_columns(booster) if name == "XGBClassifier" else T.lightgbm_columns(booster)
-    X = T._probe_points(T.split_union(cols), k=256, seed=2)
+    cols = TC.xgboost_columns(booster) if name == "XGBClassifier" else TC.lightgbm_columns(booster)
+    X = T._probe_points(TC.split_union(cols), k=256, seed=2)
     want = own_margin(est, X).reshape(len(X), -1)
     got = np.stack([c.aggregate(X) for c in cols], axis=1)
     if want.shape != got.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-5):

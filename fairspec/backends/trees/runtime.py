@@ -222,13 +222,14 @@ def pipeline_booster(model) -> bool:
 
 
 def cell_ensemble(model):
-    """Every tree of every output column of a tree model (:func:`fairspec.models.trees.split_union`
+    """Every tree of every output column of a tree model (:func:`fairspec.models.tree_columns.split_union`
     of the per-column ensembles, each checked against the library): what cuts the pair domain into
     cells for the ``class`` / ``class_prob`` / ``value`` posts. None when the model is not a tree
     model fairspec reads (or its trees do not reproduce the library's outputs)."""
     cached = getattr(model, "_cell_ensemble", False)
     if cached is not False:
         return cached
+    from fairspec.models import tree_columns as TC
     from fairspec.models import trees as T
     from fairspec.models.network import UnsupportedModel
 
@@ -238,15 +239,15 @@ def cell_ensemble(model):
         if fmt == "sklearn" and not getattr(model, "unfolded", False):
             name = type(model.raw).__name__
             if name in T.SKLEARN_TREES + T.SKLEARN_REGRESSORS:
-                ens = T.split_union(T.sklearn_columns(model.raw))
+                ens = TC.split_union(TC.sklearn_columns(model.raw))
             elif pipeline_booster(model):
                 from fairspec.models.pipeline_boosters import booster_columns
 
-                ens = T.split_union(booster_columns(model.raw))
+                ens = TC.split_union(booster_columns(model.raw))
         elif fmt == "xgboost":
-            ens = T.split_union(T.xgboost_columns(model.raw, getattr(model, "category_domains", None)))
+            ens = TC.split_union(TC.xgboost_columns(model.raw, getattr(model, "category_domains", None)))
         elif fmt == "lightgbm":
-            ens = T.split_union(T.lightgbm_columns(model.raw, getattr(model, "category_domains", None)))
+            ens = TC.split_union(TC.lightgbm_columns(model.raw, getattr(model, "category_domains", None)))
     except (UnsupportedModel, ValueError, KeyError):
         ens = None
     try:
