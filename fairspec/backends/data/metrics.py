@@ -16,15 +16,16 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 
 from fairspec import ir
-from fairspec.analyses.group_rates import BETWEEN, METRICS, benefit_mean, ece, metric_value, rate, uses_label
+from fairspec.analyses.group_rates import BETWEEN, METRICS, metric_value, rate
 from fairspec.backends.data import batching
 from fairspec.backends.data.budget import NONE as NO_LIMIT, Budget, OutOfTime
 from fairspec.backends.data.constant import constant_reason, undefined_reason
+from fairspec.backends.data.group_table import exact_cells, group_table, metric_columns, rate_intervals, \
+    report_number as _r
 from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 from fairspec.verdict import Verdict, interval_status, unknown
@@ -553,7 +554,7 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
         details["worst_pair"] = {"low": enames[a], "low_rate": _r(rates[a]), "high": enames[b],
                                  "high_rate": _r(rates[b])}
     boot, per_rate = bootstrap(prop, c, R, rng, eligible, budget)
-    _rate_intervals(details, prop, per_rate, opts.confidence)
+    rate_intervals(details, prop, per_rate, opts.confidence)
     boot_all, boot = boot, boot[~np.isnan(boot)]
     alpha = 1.0 - opts.confidence
     lo, hi = (float(np.quantile(boot, alpha / 2)), float(np.quantile(boot, 1 - alpha / 2))) if boot.size else (value, value)
@@ -617,14 +618,6 @@ def _batched(prop: ir.GroupMetric, c: Counts, eligible, R: int, n: int, status: 
     return reason
 
 
-def exact_cells(c: Counts) -> bool:
-    """The cells are exact integers: rows counted, or whole-number weights whose sums stay below
-    2^53 (every partial float sum of them is then exact)."""
-    cells = c.cells
-    return ((not c.weighted or c.whole_weights) and bool(np.all(cells == np.round(cells)))
-            and bool(np.all(np.abs(cells) < 2.0 ** 53)) and float(np.abs(cells).sum()) < 2.0 ** 53)
-
-
 def _exact(prop: ir.GroupMetric, c: Counts, eligible):
     """Rows counted (or whole-number weights, ``exact_cells``): the metric recomputed from the exact
     counts in rationals (``group_rates.exact_metric_value``); None for fractional weights or a
@@ -664,113 +657,6 @@ def _decide(prop: ir.GroupMetric, c: Counts, exact, value: float, lo: float, hi:
             return "unknown", (f"{prop.metric} = {value:.12g} lies within the rounding of the weighted sums "
                                f"({tol:.2g}) of the threshold {_spec_number(t)}; the comparison cannot be decided")
     return status, None
-
-
-def table_rates(prop: ir.GroupMetric, labelled: bool) -> list[str]:
-    """The rates a group's row of the table shows: the positive rate, and the rates the metric uses."""
-    out = ["selection_rate"]
-    if labelled:
-        out += ["base_rate", "tpr", "fpr"]
-    for r in METRICS[prop.metric].rates:
-        if r not in out:
-            out.append(r)
-    return out
-
-
-def _rate_intervals(details: dict, prop: ir.GroupMetric, per_rate: dict, confidence: float) -> None:
-    """Each group's percentile interval of the rates its metric compares (``<rate>_interval``),
-    from the same bootstrap replicates as the metric's own interval (for the report's bars)."""
-    alpha = 1.0 - confidence
-    for r in METRICS[prop.metric].rates:
-        per = per_rate[r]  # [R, G]
-        key = "positive_rate" if r == "selection_rate" else r
-        full = ~np.isnan(per).any(axis=0)  # groups with the rate in every replicate: one vectorised quantile
-        q = np.quantile(per[:, full], [alpha / 2, 1 - alpha / 2], axis=0) if full.any() else None
-        at = np.cumsum(full) - 1
-        for g, row in enumerate(details["groups"]):
-            if row.get(key) is None:
-                continue
-            if full[g]:
-                row[f"{key}_interval"] = [_r(q[0, at[g]]), _r(q[1, at[g]])]
-                continue
-            col = per[:, g][~np.isnan(per[:, g])]
-            if col.size:
-                row[f"{key}_interval"] = [_r(np.quantile(col, alpha / 2)), _r(np.quantile(col, 1 - alpha / 2))]
-
-
-def metric_columns(prop: ir.GroupMetric) -> list[str]:
-    """The keys of the per-group table the metric itself compares (what the text and HTML reports show)."""
-    mdef = METRICS[prop.metric]
-    out = ["positive_rate" if r == "selection_rate" else r for r in mdef.rates]
-    if uses_label(prop.metric) or not prop.model:
-        out.insert(0, "label_positives")
-    if mdef.form in ("inequality", "between_inequality"):
-        out.append("benefit")
-    if mdef.form == "calibration":
-        out.append("ece")
-    if prop.metric == "impact_ratio":
-        out.append("impact_ratio")
-    return out
-
-
-def group_table(prop: ir.GroupMetric, c: Counts, eligible, excluded) -> tuple[list[dict], dict]:
-    """Per group: rows, (weight), positives, label positives and the rates the metric uses, so a
-    number can be traced to its counts; the same for the whole population."""
-    labelled = c.labelled
-    shown = table_rates(prop, labelled)
-    mdef = METRICS[prop.metric]
-
-    def row(cells, size, bins=None, sums=None) -> dict:
-        out = {"rows": int(size)}
-        if c.weighted:
-            out["weight"] = float(cells.sum())
-        out["positives"] = float(cells[1].sum()) if c.weighted else int(round(cells[1].sum()))
-        if labelled:
-            out["label_positives"] = float(cells[:, 1].sum()) if c.weighted else int(round(cells[:, 1].sum()))
-        for r in shown:
-            v = rate(cells[None], r)[0]
-            out["positive_rate" if r == "selection_rate" else r] = None if np.isnan(v) else _r(v)
-        if mdef.form in ("inequality", "between_inequality"):
-            b = benefit_mean(cells[None])[0][0]  # NaN when the group weighs nothing (every weight 0)
-            out["benefit"] = None if np.isnan(b) else _r(b)
-        if bins is not None:
-            per, _ = ece(bins[None], sums[None])
-            out["ece"] = None if np.isnan(per[0]) else _r(per[0])
-            B = bins.shape[0]
-            out["reliability"] = [
-                {"bin": [i / B, (i + 1) / B], "weight": float(bins[i].sum()),
-                 "mean_score": _r(sums[i] / bins[i].sum()) if bins[i].sum() else None,
-                 "positive_share": _r(bins[i, 1] / bins[i].sum()) if bins[i].sum() else None} for i in range(B)]
-        return out
-
-    groups = []
-    for g, name in enumerate(c.names):
-        r = {"group": name, **row(c.cells[g], c.sizes[g], *((c.bins[g], c.score_sums[g]) if c.bins is not None
-                                                              else ()))}
-        r["counted"] = bool(eligible[g])
-        if excluded[g]:
-            r["excluded"] = True
-        groups.append(r)
-    if prop.metric == "impact_ratio":  # each category's rate over the most selected counted category's
-        top = max((g["positive_rate"] for g, e in zip(groups, eligible) if e and g["positive_rate"] is not None),
-                  default=None)
-        # unweighted: the ratio of exact counts rounded once (7/10 over 7/8 is 0.8, not 0.7999999999999999)
-        whole = exact_cells(c)      # once: it scans every cell
-        sel = [None if not whole or g["positive_rate"] is None else
-               Fraction(int(round(c.cells[k][1].sum())), int(round(c.cells[k].sum()))) for k, g in enumerate(groups)]
-        top_x = max((x for x, e in zip(sel, eligible) if e and x is not None), default=None)
-        for k, g in enumerate(groups):  # an excluded category is left out of the impact ratios (LL 144: under 2%)
-            ok = top and g["positive_rate"] is not None and not g.get("excluded")
-            exact = ok and sel[k] is not None and top_x
-            g["impact_ratio"] = (_r(float(sel[k] / top_x)) if exact else _r(g["positive_rate"] / top)) if ok else None
-    overall = row(c.cells.sum(axis=0), c.sizes.sum(), *((c.bins.sum(axis=0), c.score_sums.sum(axis=0))
-                                                         if c.bins is not None else ()))
-    return groups, overall
-
-
-def _r(v) -> float:
-    """A value for the report: full precision (JSON carries it as is; only the text report rounds)."""
-    return float(v)
 
 
 def run_empirical(prop, ctx, dist: ir.Distribution, *, resamples: int, timeout: float | None = None) -> Verdict:
