@@ -49,11 +49,11 @@ def rate_intervals(details: dict, prop: ir.GroupMetric, per_rate: dict, confiden
             if row.get(key) is None:
                 continue
             if full[g]:
-                row[f"{key}_interval"] = [report_number(q[0, at[g]]), report_number(q[1, at[g]])]
+                row[f"{key}_interval"] = [_r(q[0, at[g]]), _r(q[1, at[g]])]
                 continue
             col = per[:, g][~np.isnan(per[:, g])]
             if col.size:
-                row[f"{key}_interval"] = [report_number(np.quantile(col, alpha / 2)), report_number(np.quantile(col, 1 - alpha / 2))]
+                row[f"{key}_interval"] = [_r(np.quantile(col, alpha / 2)), _r(np.quantile(col, 1 - alpha / 2))]
 
 
 def metric_columns(prop: ir.GroupMetric) -> list[str]:
@@ -87,18 +87,18 @@ def group_table(prop: ir.GroupMetric, c, eligible, excluded) -> tuple[list[dict]
             out["label_positives"] = float(cells[:, 1].sum()) if c.weighted else int(round(cells[:, 1].sum()))
         for r in shown:
             v = rate(cells[None], r)[0]
-            out["positive_rate" if r == "selection_rate" else r] = None if np.isnan(v) else report_number(v)
+            out["positive_rate" if r == "selection_rate" else r] = None if np.isnan(v) else _r(v)
         if mdef.form in ("inequality", "between_inequality"):
             b = benefit_mean(cells[None])[0][0]  # NaN when the group weighs nothing (every weight 0)
-            out["benefit"] = None if np.isnan(b) else report_number(b)
+            out["benefit"] = None if np.isnan(b) else _r(b)
         if bins is not None:
             per, _ = ece(bins[None], sums[None])
-            out["ece"] = None if np.isnan(per[0]) else report_number(per[0])
+            out["ece"] = None if np.isnan(per[0]) else _r(per[0])
             B = bins.shape[0]
             out["reliability"] = [
                 {"bin": [i / B, (i + 1) / B], "weight": float(bins[i].sum()),
-                 "mean_score": report_number(sums[i] / bins[i].sum()) if bins[i].sum() else None,
-                 "positive_share": report_number(bins[i, 1] / bins[i].sum()) if bins[i].sum() else None} for i in range(B)]
+                 "mean_score": _r(sums[i] / bins[i].sum()) if bins[i].sum() else None,
+                 "positive_share": _r(bins[i, 1] / bins[i].sum()) if bins[i].sum() else None} for i in range(B)]
         return out
 
     groups = []
@@ -120,7 +120,7 @@ def group_table(prop: ir.GroupMetric, c, eligible, excluded) -> tuple[list[dict]
         for k, g in enumerate(groups):  # an excluded category is left out of the impact ratios (LL 144: under 2%)
             ok = top and g["positive_rate"] is not None and not g.get("excluded")
             exact = ok and sel[k] is not None and top_x
-            g["impact_ratio"] = (report_number(float(sel[k] / top_x)) if exact else report_number(g["positive_rate"] / top)) if ok else None
+            g["impact_ratio"] = (_r(float(sel[k] / top_x)) if exact else _r(g["positive_rate"] / top)) if ok else None
     overall = row(c.cells.sum(axis=0), c.sizes.sum(), *((c.bins.sum(axis=0), c.score_sums.sum(axis=0))
                                                          if c.bins is not None else ()))
     return groups, overall
@@ -129,3 +129,6 @@ def group_table(prop: ir.GroupMetric, c, eligible, excluded) -> tuple[list[dict]
 def report_number(v) -> float:
     """A value for the report: full precision (JSON carries it as is; only the text report rounds)."""
     return float(v)
+
+
+_r = report_number
