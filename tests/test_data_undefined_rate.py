@@ -134,3 +134,36 @@ def test_a_ratio_whose_rates_are_0_everywhere_is_0_over_0(tmp_path):
     for name in ("ov", "eqr", "eqr_ov"):
         assert v[name].status == "unknown", (name, v[name].status, v[name].value, v[name].reason)
     assert v["fnr"].status == "holds" and v["fnr"].value == 1.0
+
+
+@pytest.mark.parametrize("compare", ["", "  compare = to_overall"])
+def test_mean_prediction_ratio_of_all_zero_means_is_0_over_0(tmp_path, compare):
+    """A regression predicting 0 on every row: every group's mean prediction is 0, so mean_prediction_ratio is
+    0/0 (fairlearn's MetricFrame.ratio() says nan). output_metrics.compare_values read it as 1 and `>= 0.8`
+    held (estimated), where a binary ratio of rates 0 everywhere is unknown. Unknown now, as undefined; the
+    difference of those means (0) still holds."""
+    pytest.importorskip("sklearn")
+    sio = pytest.importorskip("skops.io")
+    from sklearn.tree import DecisionTreeRegressor
+
+    from fairspec.pipeline import check
+
+    rows = [(a, s) for a in range(4) for s in "FM" for _ in range(30)]
+    X = np.array([[a, s == "M"] for a, s in rows], dtype=np.float64)
+    est = DecisionTreeRegressor().fit(X, np.zeros(len(rows)))
+    assert (est.predict(X) == 0).all()
+    sio.dump(est, tmp_path / "m.skops")
+    (tmp_path / "d.csv").write_text("a,sex,v\n" + "".join(f"{a},{s},{a}\n" for a, s in rows))
+    (tmp_path / "s.fair").write_text(
+        'data d = csv("d.csv", target = v)\n'
+        'features F from d {\n  a : int in [0, 3]\n  sex : {F, M} protected\n}\n'
+        'model m = sklearn("m.skops")\nencode F for m { a : raw  sex : code }\n'
+        f'property r {{ mean_prediction_ratio(m, groups sex) >= 0.8  bootstrap = 20{compare} }}\n'
+        f'property r_le {{ mean_prediction_ratio(m, groups sex) <= 0.5  bootstrap = 20{compare} }}\n'
+        f'property diff {{ mean_prediction_difference(m, groups sex) <= 0.1  bootstrap = 20{compare} }}\n')
+    rep = check(tmp_path / "s.fair")
+    v = {x.name: x for x in rep.verdicts}
+    for name in ("r", "r_le"):
+        assert v[name].status == "unknown", (name, v[name].status, v[name].value, v[name].reason)
+        assert "0/0" in v[name].reason and "sex=F" in v[name].reason, v[name].reason
+    assert v["diff"].status == "holds", v["diff"].reason

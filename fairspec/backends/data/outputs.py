@@ -361,8 +361,10 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
                              f"have at least {opts.min_group_size} rows (min_group_size)", backend="data",
                        seconds=time.perf_counter() - t0, details=details)
     if np.isnan(value):
-        return unknown(prop, f"{prop.metric} is undefined here", backend="data", seconds=time.perf_counter() - t0,
-                       details=details)
+        zero = [str(names[k]) for k in np.flatnonzero(eligible) if per[k] == 0]
+        why = (f"{prop.metric} is 0/0 here: the mean prediction is 0 in every group ({', '.join(zero)})"
+               if mdef.form == "output_ratio" and zero else f"{prop.metric} is undefined here")
+        return unknown(prop, why, backend="data", seconds=time.perf_counter() - t0, details=details)
     R = resamples
     rng = np.random.default_rng(opts.seed)
     boot = []
