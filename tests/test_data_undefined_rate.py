@@ -134,3 +134,95 @@ def test_a_ratio_whose_rates_are_0_everywhere_is_0_over_0(tmp_path):
     for name in ("ov", "eqr", "eqr_ov"):
         assert v[name].status == "unknown", (name, v[name].status, v[name].value, v[name].reason)
     assert v["fnr"].status == "holds" and v["fnr"].value == 1.0
+
+
+@pytest.mark.parametrize("compare", ["", "  compare = to_overall"])
+def test_mean_prediction_ratio_of_all_zero_means_is_0_over_0(tmp_path, compare):
+    """A regression predicting 0 on every row: every group's mean prediction is 0, so mean_prediction_ratio is
+    0/0 (fairlearn's MetricFrame.ratio() says nan). output_metrics.compare_values read it as 1 and `>= 0.8`
+    held (estimated), where a binary ratio of rates 0 everywhere is unknown. Unknown now, as undefined; the
+    difference of those means (0) still holds."""
+    pytest.importorskip("sklearn")
+    sio = pytest.importorskip("skops.io")
+    from sklearn.tree import DecisionTreeRegressor
+
+    from fairspec.pipeline import check
+
+    rows = [(a, s) for a in range(4) for s in "FM" for _ in range(30)]
+    X = np.array([[a, s == "M"] for a, s in rows], dtype=np.float64)
+    est = DecisionTreeRegressor().fit(X, np.zeros(len(rows)))
+    assert (est.predict(X) == 0).all()
+    sio.dump(est, tmp_path / "m.skops")
+    (tmp_path / "d.csv").write_text("a,sex,v\n" + "".join(f"{a},{s},{a}\n" for a, s in rows))
+    (tmp_path / "s.fair").write_text(
+        'data d = csv("d.csv", target = v)\n'
+        'features F from d {\n  a : int in [0, 3]\n  sex : {F, M} protected\n}\n'
+        'model m = sklearn("m.skops")\nencode F for m { a : raw  sex : code }\n'
+        f'property r {{ mean_prediction_ratio(m, groups sex) >= 0.8  bootstrap = 20{compare} }}\n'
+        f'property r_le {{ mean_prediction_ratio(m, groups sex) <= 0.5  bootstrap = 20{compare} }}\n'
+        f'property diff {{ mean_prediction_difference(m, groups sex) <= 0.1  bootstrap = 20{compare} }}\n')
+    rep = check(tmp_path / "s.fair")
+    v = {x.name: x for x in rep.verdicts}
+    for name in ("r", "r_le"):
+        assert v[name].status == "unknown", (name, v[name].status, v[name].value, v[name].reason)
+        assert "0/0" in v[name].reason and "sex=F" in v[name].reason, v[name].reason
+    assert v["diff"].status == "holds", v["diff"].reason
+
+
+def _lost_spec(tmp_path, positives):
+    csv = tmp_path / "log.csv"
+    # F: a few positive labels among 200 rows, all approved (TPR 1); M: 100 of 200, 80 approved (TPR 0.8). A
+    # resample draws none of F's positives with probability ~ e^-positives (3: 5% of the replicates, past the
+    # interval's 2.5% tail; 4: 1.8%)
+    csv.write_text(_rows([("F", 1, 1, 1, positives), ("F", 0, 0, 1, 200 - positives), ("M", 1, 1, 1, 80),
+                          ("M", 0, 1, 1, 20), ("M", 0, 0, 1, 100)]))
+    spec = tmp_path / "lost.fair"
+    spec.write_text(SPEC.split("property")[0].format(csv=csv) +
+                    "property eo { equal_opportunity(s, groups sex) <= 0.3  bootstrap = 400  seed = 1 }\n"
+                    "property eo_v { equal_opportunity(s, groups sex) <= 0.1  bootstrap = 400  seed = 1 }\n"
+                    "property eor { equal_opportunity_ratio(s, groups sex) >= 0.7  bootstrap = 400  seed = 1 }\n"
+                    "property eor_v { equal_opportunity_ratio(s, groups sex) >= 0.9  bootstrap = 400  seed = 1 }\n")
+    from fairspec.pipeline import check
+
+    return {x.name: x for x in check(spec).verdicts}
+
+
+def test_a_replicate_that_loses_a_groups_denominator_counts_against_holds(tmp_path):
+    """A bootstrap replicate that draws none of a group's positive labels leaves its TPR 0/0; it was taken
+    over the other group alone (a gap of 0, a ratio of 1), which can only pull the interval towards holds:
+    `equal_opportunity <= 0.3` and `equal_opportunity_ratio >= 0.7` held (estimated) with F's TPR measured on
+    3 rows, 15 of 400 replicates without one. Such a replicate is counted against the verdict: unknown,
+    naming F. The violations stay unknown (their deciding end is where the lost replicates' value over M
+    alone, a gap of 0, already sat). With 4 positives (7 of 400 lost, inside the 2.5% tail) every verdict
+    stands, and the reported interval is over the complete replicates."""
+    v = _lost_spec(tmp_path, 3)
+    for name in ("eo", "eor", "eo_v", "eor_v"):
+        assert v[name].status == "unknown", (name, v[name].status, v[name].bound, v[name].reason)
+    for name in ("eo", "eor"):
+        assert "bootstrap replicates" in v[name].reason and "sex=F" in v[name].reason, v[name].reason
+    assert v["eo"].bound[0] > 0.1                       # a replicate over M alone (a gap of 0) is not in it
+    v = _lost_spec(tmp_path, 4)
+    assert [v[x].status for x in ("eo", "eor", "eo_v", "eor_v")] == ["holds", "holds", "violated", "violated"]
+
+
+def test_a_regression_replicate_that_loses_a_groups_weight_counts_against_holds(tmp_path):
+    """The multiclass / regression path: F's weight is on 3 of its 200 rows, so ~5% of the replicates draw
+    none of it; the difference of mean predictions was then taken over M alone (0) and `<= 2` held
+    (estimated). Unknown now, naming F (a difference of means has no upper end to put such a replicate at)."""
+    pytest.importorskip("sklearn")
+    sio = pytest.importorskip("skops.io")
+    from sklearn.tree import DecisionTreeRegressor
+
+    from fairspec.pipeline import check
+
+    rows = [(3, "F", 1)] * 3 + [(0, "F", 0)] * 197 + [(a, "M", 1) for a in range(4) for _ in range(50)]
+    X = np.array([[a, s == "M"] for a, s, _ in rows], dtype=np.float64)
+    sio.dump(DecisionTreeRegressor().fit(X, X[:, 0]), tmp_path / "m.skops")
+    (tmp_path / "d.csv").write_text("a,sex,v,w\n" + "".join(f"{a},{s},{a},{w}\n" for a, s, w in rows))
+    (tmp_path / "s.fair").write_text(
+        'data d = csv("d.csv", target = v)\n'
+        'features F from d {\n  a : int in [0, 3]\n  sex : {F, M} protected\n}\n'
+        'model m = sklearn("m.skops")\nencode F for m { a : raw  sex : code }\n'
+        'property diff { mean_prediction_difference(m, groups sex) <= 2  bootstrap = 400  seed = 1  weight = w }\n')
+    v = {x.name: x for x in check(tmp_path / "s.fair").verdicts}["diff"]
+    assert v.status == "unknown" and "bootstrap replicates" in v.reason and "sex=F" in v.reason, (v.status, v.reason)

@@ -363,3 +363,25 @@ property p {
 }""")
     assert w.details["selected"] == 25
     assert v.details["table"]["rows"] == w.details["table"]["rows"]        # the same seeded subset
+
+
+def test_points_at_the_domains_ends_are_clipped_as_enumerated(world, tmp_path):
+    """Rows at the ends of the domain (age 18 / 80, hours 1 / 99): each neighbourhood is clipped to the domain,
+    and the verdict's counts equal the enumeration over the clipped offsets; rows beyond the ends (age 17 / 81)
+    are dropped by check with the warning FS410, not analysed (session 34 probe, h1)."""
+    import shutil
+
+    for f in world.iterdir():
+        if f.suffix == ".onnx":
+            shutil.copy(f, tmp_path / f.name)
+    lines = (world / "people.csv").read_text().splitlines()
+    ends = ["18,1,0.5000,F,a,1", "80,99,0.5000,M,b,0", "80,1,0.0000,F,c,1", "18,99,1.0000,M,c,0",
+            "18,50,0.2500,M,a,1", "80,50,0.7500,F,b,0"]
+    (tmp_path / "people.csv").write_text("\n".join(lines + ends + ["17,50,0.5,F,a,1", "81,50,0.5,M,a,0"]) + "\n")
+    v, ctx, prop = _run(tmp_path, "property p {\n  pba(net, flip sex, around people, delta {age: 3, hours: 4})\n}")
+    truth = _truth(ctx, prop, {"age": 3, "hours": 4})
+    assert len(truth) == len(lines) - 1 + len(ends)
+    el = [t for t in truth if t[0]]
+    pts = v.details["points"]
+    assert (pts["eligible"], pts["proved"], pts["unknown"]) == (len(el), sum(t[1] for t in el), 0)
+    assert "FS410" in [d.code for d in pipeline.check(next(tmp_path.glob("spec_*.fair"))).diagnostics]

@@ -135,8 +135,9 @@ def total_variation(shares, overall, mode: str = BETWEEN) -> float:
 
 
 def compare_values(per, overall: float, form: str, mode: str = BETWEEN) -> float:
-    """A per-group quantity [G] compared: difference (largest gap), ratio (lowest / highest, 1 when
-    both are 0) or max (the largest group value)."""
+    """A per-group quantity [G] compared: difference (largest gap), ratio (lowest / highest; 0/0 -- every
+    mean 0 -- is undefined, nan, as a binary ratio of rates 0 everywhere and fairlearn's ratio()) or max
+    (the largest group value)."""
     import numpy as np
 
     per = per[~np.isnan(per)]
@@ -147,11 +148,12 @@ def compare_values(per, overall: float, form: str, mode: str = BETWEEN) -> float
     if mode == BETWEEN:
         hi, lo = per.max(), per.min()
         if form == "output_ratio":
-            return float(lo / hi) if hi > 0 else (1.0 if hi == lo == 0 else float("nan"))
+            return float(lo / hi) if hi > 0 else float("nan")
         return float(hi - lo)
     if form == "output_ratio":
-        r = [1.0 if (x == 0 and overall == 0) else (0.0 if x == 0 or overall == 0 else min(x / overall, overall / x))
-             for x in per]
+        if overall == 0:                   # every group's mean 0 (predictions >= 0): 0/0
+            return float("nan")
+        r = [0.0 if x == 0 else min(x / overall, overall / x) for x in per]
         return float(min(r))
     return float(np.abs(per - overall).max())
 

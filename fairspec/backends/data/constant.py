@@ -128,3 +128,72 @@ def undefined_output_reason(prop: ir.GroupMetric, per, eligible, names, status: 
     return (f"a quantity {prop.metric} compares is 0/0 in {', '.join(gone)} (no row, or no weight, in its "
             f"denominator): the value is over the other groups alone, and the left-out quantity could decide "
             f"the claim either way")
+
+
+def lost_replicates(per_reps, per, eligible, names) -> tuple[np.ndarray, list[str]]:
+    """The bootstrap replicates [R] in which an eligible group's compared quantity is 0/0 where it is defined
+    on the rows (the resample drew no row, or no weight, into its denominator: a group's only positive
+    labels), and the groups it happened to. ``per_reps``: [R, G, ...] arrays (one per compared rate),
+    ``per``: the matching [G, ...] arrays on the rows."""
+    el = np.asarray(eligible, dtype=bool)
+    lost_g = None
+    for reps, orig in zip(per_reps, per):
+        reps, orig = np.asarray(reps, dtype=np.float64)[:, el], np.asarray(orig, dtype=np.float64)[el]
+        hit = (np.isnan(reps) & ~np.isnan(orig)[None]).reshape(reps.shape[0], reps.shape[1], -1).any(axis=-1)
+        lost_g = hit if lost_g is None else lost_g | hit
+    if lost_g is None:
+        return np.zeros(0, dtype=bool), []
+    return lost_g.any(axis=1), [str(names[g]) for g, x in zip(np.flatnonzero(el), lost_g.any(axis=0)) if x]
+
+
+GROWS = ("difference", "average", "max_rate", "output_difference", "output_max", "class_distance", "class_odds",
+         "ks_distance")           # another group only raises the value (a ratio, a lowest rate: only lowers it)
+UNIT = ("difference", "average", "max_rate", "min_rate", "class_distance", "class_odds", "ks_distance", "ratio",
+        "output_ratio")           # in [0, 1] (sema.metric_properties._RANGES; a ratio is lowest over highest)
+
+
+def lost_reason(prop: ir.GroupMetric, status: str, boot, rest, groups, alpha: float, value: float) -> str | None:
+    """The reason a ``holds`` / ``violated`` is not said because of the replicates :func:`lost_replicates`
+    found, or None. Such a replicate's value is undefined: it is neither dropped (the interval would be
+    conditional on a denominator the resample need not draw) nor taken as its value over the other groups
+    alone (two groups: a gap of 0, a pull towards holds). It is counted against the verdict, on the side of
+    the interval that decides it: at its value over the other groups where the left-out group can only
+    move it away from that side (a gap's lower end: another group only widens it), else at the end of the
+    metric's range (1 for a difference of rates), or infinity where it has none --
+    the rule a left-out group follows on the rows (:func:`undefined_reason`). ``boot``: the complete
+    replicates' values; ``rest``: the lost ones' over the other groups."""
+    from fairspec.verdict import _CLAIM_OPS
+
+    rest = np.asarray(rest, dtype=np.float64)
+    k = int(rest.size)
+    if k == 0 or status not in ("holds", "violated"):
+        return None
+    d = np.asarray(boot, dtype=np.float64)
+    N = d.size + k
+    upper = (status == "holds") == (prop.op in ("<", "<="))      # the end that decides the verdict
+    q = (1 - alpha / 2) if upper else alpha / 2
+    form = METRICS[prop.metric].form
+    if (form in GROWS) != upper and not np.isnan(rest).any():
+        worst = rest                                            # the left-out group moves it away from this end
+    else:                                                       # else the end of the metric's range, if it has one
+        lo_hi = (0.0, 1.0) if form in UNIT else (0.0, None) if form in ("output_difference", "output_max",
+                                                                          "calibration") else (None, None)
+        end = lo_hi[1] if upper else lo_hi[0]
+        worst = None if end is None else np.full(k, end)
+    if worst is None:
+        d = np.sort(d)
+        m, pos = d.size, q * (N - 1)
+        at = pos if upper else pos - k                           # its place among the complete replicates
+        end = None if (m == 0 or at < 0 or at > m - 1) else (float(np.quantile(d, at / (m - 1))) if m > 1
+                                                              else float(d[0]))
+    else:
+        end = float(np.quantile(np.concatenate([d, worst]), q))
+    if end is not None:
+        end = max(end, value) if upper else min(end, value)
+        if _CLAIM_OPS[prop.op](end, float(prop.threshold)) == (status == "holds"):
+            return None
+    where = "leave it open" if end is None else f"move it to {end:.4f}"
+    return (f"{k} of {N} bootstrap replicates drew no row into the denominator of a quantity {prop.metric} "
+            f"compares in {', '.join(groups)} (defined on the rows): such a replicate's value is undefined, and "
+            f"counted against the verdict they {where} at the interval's {'upper' if upper else 'lower'} end, "
+            f"past the threshold {_spec_number(prop.threshold)}")

@@ -23,7 +23,7 @@ from fairspec import ir
 from fairspec.analyses.group_rates import BETWEEN, METRICS, metric_value, rate
 from fairspec.backends.data import batching
 from fairspec.backends.data.budget import NONE as NO_LIMIT, Budget, OutOfTime
-from fairspec.backends.data.constant import constant_reason, undefined_reason
+from fairspec.backends.data.constant import constant_reason, lost_reason, lost_replicates, undefined_reason
 from fairspec.backends.data.group_table import exact_cells, group_table, metric_columns, rate_intervals, \
     report_number as _r
 from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows
@@ -555,7 +555,9 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
                                  "high_rate": _r(rates[b])}
     boot, per_rate = bootstrap(prop, c, R, rng, eligible, budget)
     rate_intervals(details, prop, per_rate, opts.confidence)
-    boot_all, boot = boot, boot[~np.isnan(boot)]
+    lost, lost_in = lost_replicates([per_rate[r] for r in mdef.rates], [rate(cells, r) for r in mdef.rates],
+                                    eligible, names)
+    boot_all, boot = boot, boot[~np.isnan(boot) & ~(lost if lost.size else False)]
     alpha = 1.0 - opts.confidence
     lo, hi = (float(np.quantile(boot, alpha / 2)), float(np.quantile(boot, 1 - alpha / 2))) if boot.size else (value, value)
     lo, hi = min(lo, value), max(hi, value)
@@ -579,7 +581,8 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
             poisson_multiplicities)
         if batched:
             return Verdict(prop.name, prop.kind, "unknown", reason=batched, **common)
-    why_unknown = why_unknown or undefined_reason(prop, cells, eligible, names, status)
+    why_unknown = (why_unknown or undefined_reason(prop, cells, eligible, names, status)
+                   or lost_reason(prop, status, boot, boot_all[lost] if lost.size else [], lost_in, alpha, value))
     if why_unknown:
         return Verdict(prop.name, prop.kind, "unknown", reason=why_unknown, **common)
     if status == "holds" and constant:

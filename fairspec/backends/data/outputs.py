@@ -20,7 +20,7 @@ import numpy as np
 from fairspec import ir
 from fairspec.analyses.group_rates import BETWEEN, METRICS
 from fairspec.backends.data import batching
-from fairspec.backends.data.constant import undefined_output_reason
+from fairspec.backends.data.constant import lost_reason, lost_replicates, undefined_output_reason
 from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows
 from fairspec.verdict import Unsupported, Verdict, interval_status, unknown
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
@@ -361,17 +361,23 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
                              f"have at least {opts.min_group_size} rows (min_group_size)", backend="data",
                        seconds=time.perf_counter() - t0, details=details)
     if np.isnan(value):
-        return unknown(prop, f"{prop.metric} is undefined here", backend="data", seconds=time.perf_counter() - t0,
-                       details=details)
+        zero = [str(names[k]) for k in np.flatnonzero(eligible) if per[k] == 0]
+        why = (f"{prop.metric} is 0/0 here: the mean prediction is 0 in every group ({', '.join(zero)})"
+               if mdef.form == "output_ratio" and zero else f"{prop.metric} is undefined here")
+        return unknown(prop, why, backend="data", seconds=time.perf_counter() - t0, details=details)
     R = resamples
     rng = np.random.default_rng(opts.seed)
-    boot = []
+    boot, per_r = [], []
     for _ in range(R):
         m = rng.multinomial(n, np.full(n, 1.0 / n)).astype(np.float64) * w1
         sizes_r = np.bincount(g, weights=m, minlength=G)
-        boot.append(_metric(mdef, g, pred, target, m, eligible & (sizes_r > 0), G, mode, loss, K)[0])
+        b, p = _metric(mdef, g, pred, target, m, eligible & (sizes_r > 0), G, mode, loss, K)
+        boot.append(b)
+        per_r.append(np.where((sizes_r > 0).reshape((G,) + (1,) * (np.ndim(p) - 1)), p, np.nan))
+    lost, lost_in = lost_replicates([np.asarray(per_r)], [per], eligible, names) if R else \
+        (np.zeros(0, dtype=bool), [])
     boot = np.asarray(boot)
-    boot = boot[~np.isnan(boot)]
+    rest, boot = boot[lost], boot[~np.isnan(boot) & ~lost]
     alpha = 1.0 - opts.confidence
     lo, hi = (float(np.quantile(boot, alpha / 2)), float(np.quantile(boot, 1 - alpha / 2))) if boot.size \
         else (value, value)
@@ -381,7 +387,8 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
                   details=details)
     claim = f"{prop.metric} {prop.op} {_spec_number(prop.threshold)}"      # as written: 0.1234567, not 0.123457
     status = interval_status(prop.op, prop.threshold, lo, hi)
-    why = undefined_output_reason(prop, per, eligible, names, status)
+    why = undefined_output_reason(prop, per, eligible, names, status) or \
+        lost_reason(prop, status, boot, rest, lost_in, alpha, value)
     if why:
         return Verdict(prop.name, prop.kind, "unknown", reason=why, **common)
     if status == "holds":
