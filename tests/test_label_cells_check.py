@@ -369,4 +369,7 @@ def test_text_past_lints_rows_in_a_number_column_is_one_sentence(tmp_path, monke
     assert "t.csv" in rep["error"] and "column 's' holds text (\"n/a\")" in rep["error"], rep["error"]
     assert 'missing = {s: ["n/a"]}' in rep["error"]
     spec = project(tmp_path, df, label=label, extra=extra + ', missing = {s: ["n/a"]}')
-    assert check(spec)["exit_code"] in (0, 1)
+    # the file is read now; `s == 1` holds on no row, so equal_opportunity's TPR is 0/0 in every group: unknown
+    # since session 34 (exit 3), not a verdict over the other groups
+    rep = check(spec)
+    assert rep["exit_code"] in (0, 1, 3) and not rep.get("internal_errors"), rep
