@@ -64,6 +64,11 @@ def widen(final, keep, width: int, scale=None, merged=None, others=None):
     split reads a j of two or more columns, or with those splits rewritten as splits on the columns ``merged[j]``
     (``others[j]``: the rest of j's one-hot block; sklearn_group_splits), else None."""
     keep = np.asarray(keep, dtype=np.int64)
+    if type(final).__name__ in BOOSTED:
+        from fairspec.models.sklearn_hidden import constant_init
+
+        if not constant_init(final):    # its init_ reads the pipeline's columns and is no tree to widen or rewrite
+            return None
     if merged is not None:
         return _merged(final, keep, width, scale, merged, others)
     if scale is not None:
@@ -79,11 +84,7 @@ def widen(final, keep, width: int, scale=None, merged=None, others=None):
         est.estimators_ = [_decision_tree(t, keep, width) for t in est.estimators_]
         est.n_features_in_ = width
         return est
-    if name in BOOSTED:
-        from fairspec.models.sklearn_hidden import constant_init
-
-        if not constant_init(est):      # its init_ reads the narrower columns (and is no tree to widen)
-            return None
+    if name in BOOSTED:                 # a constant init_ (checked above)
         for t in np.ravel(est.estimators_):
             _decision_tree(t, keep, width)
         est.n_features_in_ = width
@@ -173,11 +174,6 @@ def _tree_regrouped(final, keep, width: int, merged, others, scale):
     n = getattr(final, "n_features_in_", None)
     if n is None or int(n) != keep.size or getattr(final, "feature_names_in_", None) is not None:
         return None
-    if name in BOOSTED:
-        from fairspec.models.sklearn_hidden import constant_init
-
-        if not constant_init(final):    # its init_ reads the pipeline's columns (no tree to rewrite): stays whole
-            return None
     from .sklearn_group_splits import regroup
 
     family = "tree" if name in TREES else "forest" if name in FORESTS else "boosted" if name in BOOSTED else "hist"
