@@ -88,7 +88,17 @@ def _decide_outputs(model, Y, c, t, X=None) -> np.ndarray:
         if X is None:
             return (_readout_call(lambda: model.readout.predicted_class(Y)) == c).astype(np.int64)
         return (_readout_call(lambda: model.predict_class(X, Y)) == c).astype(np.int64)
-    return (_readout_call(lambda: model.readout.value(Y)) >= t).astype(np.int64)
+    return (_readout_call(lambda: model.readout.value(Y)) >= value_cut(t)).astype(np.int64)
+
+
+def value_cut(t) -> float:
+    """The smallest float64 at or above the decimal ``t`` the spec writes: a float value is >= t (exactly, as
+    README's "Ties exactly as written" reads a threshold) iff it is >= this float. float(0.3) lies below the
+    decimal 0.3, so a model's value float(0.3) is not >= 0.3."""
+    from fairspec.certify.exact import threshold_of
+    from fairspec.certify.rounding import float_up
+
+    return float_up(threshold_of(t))
 
 
 def output_fragile(model, X, Y, d, c, t) -> dict:

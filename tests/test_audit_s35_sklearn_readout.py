@@ -1,0 +1,55 @@
+"""Session 35 audit (h2): how a scikit-learn estimator's output and decision are read (models/sklearn_model.py,
+readout.py, network_sklearn.py) and the decisions made from it, compared with brute force on the model itself."""
+
+from __future__ import annotations
+
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+pytest.importorskip("skops")
+pd = pytest.importorskip("pandas")
+
+REG_SPEC = """data d = csv("t.csv", label = y >= {t})
+features F from d {{
+  a : int in [0, 3]
+  g : {{A, B}} protected
+}}
+model m = sklearn("m.skops")
+encode F for m {{ a : raw  g : code {{A = 0, B = 1}} }}  # fairspec: ignore[FS427]
+property sp {{ statistical_parity(m, groups g, threshold = {t}) <= 0.5 }}
+"""
+
+
+@pytest.mark.parametrize("t,c", [("0.3", 0.3), ("0.1", 0.1), ("0.7", 0.7)])
+def test_regression_threshold_is_the_decimal_written(tmp_path, t, c):
+    """`threshold = t` of a regression on data rows is "value >= t" with t the decimal the spec writes (README,
+    "Ties exactly as written"). A LinearRegression predicting exactly float(0.3) = 0.29999999999999998889... for
+    group B and 0 for group A was read float(0.3) >= float(0.3): every B row positive, parity 1, `violated`; the
+    decimal 0.3 makes no row positive (parity 0, holds); so for 0.7 (float(0.7) lies below it too), while
+    float(0.1) lies above 0.1: the B rows are positive either way. Failed before the fix (0.3, 0.7: violated, value 1.0)."""
+    import skops.io as sio
+    from sklearn.linear_model import LinearRegression
+
+    from fairspec import api
+
+    rng = np.random.default_rng(0)
+    n = 200
+    a, g = rng.integers(0, 4, n), rng.choice(["A", "B"], n)
+    X = np.c_[a, (g == "B").astype(float)]
+    yv = rng.normal(size=n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = LinearRegression().fit(X, yv)
+    m.coef_, m.intercept_ = np.array([0.0, c]), 0.0
+    pred = m.predict(X)
+    dec = np.array([Fraction(float(v)) >= Fraction(t) for v in pred])
+    truth = abs(dec[g == "A"].mean() - dec[g == "B"].mean())
+    sio.dump(m, tmp_path / "m.skops")
+    pd.DataFrame({"a": a, "g": g, "y": yv}).to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.fair").write_text(REG_SPEC.format(t=t))
+    (p,) = api.check(str(tmp_path / "s.fair")).to_dict()["properties"]
+    assert p["status"] == ("holds" if truth <= 0.5 else "violated"), (p["status"], p.get("value"), truth, p.get("reason"))
+    assert p["value"] == pytest.approx(truth, abs=1e-12)
