@@ -53,3 +53,29 @@ def test_regression_threshold_is_the_decimal_written(tmp_path, t, c):
     (p,) = api.check(str(tmp_path / "s.fair")).to_dict()["properties"]
     assert p["status"] == ("holds" if truth <= 0.5 else "violated"), (p["status"], p.get("value"), truth, p.get("reason"))
     assert p["value"] == pytest.approx(truth, abs=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["tree", "multioutput", "chain"])
+def test_multi_output_classifier_is_one_sentence(tmp_path, kind):
+    """A classifier of several outputs (a DecisionTreeClassifier fit on two label columns, a
+    MultiOutputClassifier, a ClassifierChain: classes_ is a list of arrays, predict_proba a list) failed to load
+    with numpy's "can only convert an array of size 1 to a Python scalar"; it is now refused in one sentence
+    naming the file and the outputs (it failed before the fix: that message)."""
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multioutput import ClassifierChain, MultiOutputClassifier
+    from sklearn.tree import DecisionTreeClassifier
+
+    from fairspec.models.base import ModelLoadError
+    from fairspec.models.sklearn_model import load_sklearn
+
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 4, (80, 2)).astype(float)
+    Y = np.c_[X[:, 0] > 1, X[:, 1] > 2].astype(int)
+    m = {"tree": DecisionTreeClassifier(max_depth=2), "multioutput": MultiOutputClassifier(LogisticRegression()),
+         "chain": ClassifierChain(LogisticRegression())}[kind].fit(X, Y)
+    sio.dump(m, tmp_path / "m.skops")
+    with pytest.raises(ModelLoadError) as e:
+        load_sklearn(tmp_path / "m.skops")
+    msg = str(e.value)
+    assert "m.skops" in msg and "2 outputs" in msg and "size 1" not in msg, msg

@@ -636,3 +636,22 @@ def sklearn_decision_probability(path, n_classes: int | None = None, score: str 
         return None if root is None else decision_probability(root._qual[1], _state(root).get, n_classes, score, name)
     except Exception:  # noqa: BLE001 - the loader reads the estimator at check time
         return None
+
+
+def refuse_multi_output(est, path) -> None:
+    """A classifier of several outputs -- fit on a label matrix (a DecisionTreeClassifier's ``n_outputs_`` > 1),
+    a MultiOutputClassifier or a ClassifierChain: ``classes_`` a list of one class array per output, and
+    ``predict`` a label column per output -- has no one class per row: a ModelLoadError naming the file (it
+    was numpy's "can only convert an array of size 1 to a Python scalar")."""
+    try:
+        classes = getattr(est, "classes_", None)
+    except Exception:  # noqa: BLE001 - an estimator whose classes_ is a property that fails: not this case
+        return
+    if not isinstance(classes, (list, tuple)) or not any(
+            getattr(c, "ndim", 0) >= 1 or isinstance(c, (list, tuple)) for c in classes):
+        return
+    k = len(classes)
+    raise ModelLoadError(
+        f"{path} holds a {type(est).__name__} with {k} outputs (a label column each, every output with its own "
+        f"classes); fairspec reads a classifier of one output: save one output's classifier (e.g. one of a "
+        f"MultiOutputClassifier's estimators_) as its own file", path)

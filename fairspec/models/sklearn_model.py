@@ -9,6 +9,7 @@ import zipfile
 
 from .base import (LoadedModel, ModelLoadError, check_score_kind, loading_pickle, readout_for, require_file,
                    short_error)
+from .peek_sklearn import refuse_multi_output
 from .readout import positive_class_problem
 
 SKOPS_SUFFIXES = (".skops",)
@@ -273,11 +274,11 @@ class SklearnModel(LoadedModel):
                 f"reads by category name through its own encoder, while fairspec feeds a model numbers; fit it on "
                 f"number codes (categorical_features on an array), or encode those columns with an "
                 f"OrdinalEncoder in a Pipeline's ColumnTransformer", path)
-        has_proba = _has(est, "predict_proba")
-        has_dec = _has(est, "decision_function")
+        has_proba, has_dec = _has(est, "predict_proba"), _has(est, "decision_function")
         if _is_regressor(est) and not (has_proba or has_dec):
             self._regressor(path, est, output, index, kind)
             return
+        refuse_multi_output(est, path)      # classes_ a list of class arrays, one per output
         if not (has_proba or has_dec):
             raise ModelLoadError(
                 f"{path} holds a {type(est).__name__}, which has neither predict_proba nor decision_function", path
@@ -735,10 +736,7 @@ def _labels(classes):
     """scikit-learn classes_ as plain Python values (numpy scalars made int/float/str/bool)."""
     if classes is None:
         return None
-    out = []
-    for c in classes:
-        out.append(c.item() if hasattr(c, "item") else c)
-    return tuple(out)
+    return tuple(c.item() if hasattr(c, "item") else c for c in classes)
 
 
 def _has(est, name: str) -> bool:
