@@ -79,3 +79,45 @@ def test_multi_output_classifier_is_one_sentence(tmp_path, kind):
         load_sklearn(tmp_path / "m.skops")
     msg = str(e.value)
     assert "m.skops" in msg and "2 outputs" in msg and "size 1" not in msg, msg
+
+
+MC_SPEC = """data d = csv("t.csv", label = y == 1)
+features F from d {{
+  a : int in [0, 3]
+  g : {{A, B}} protected
+}}
+model m = sklearn("m.skops", output = "decision_function"{index})
+encode F for m {{ a : raw  g : code {{A = 0, B = 1}} }}  # fairspec: ignore[FS427]
+property sp {{ statistical_parity(m, groups g{cls}) <= 0.5 }}
+"""
+
+
+@pytest.mark.parametrize("index,cls", [(", index = 0", ""), ("", ", class = 0")])
+def test_multiclass_index_decision_is_the_models_predict(tmp_path, index, cls):
+    """A multiclass LogisticRegression declared with index = 0 ("class 0 against the rest"): its decision was the
+    score (column 0 minus the largest other) > 0, so where column 0 ties column 1 exactly -- scikit-learn's predict
+    takes the first largest, class 0 -- the row was 'not class 0'. Group A ties (predict 0), group B does not
+    (predict 0): `class = 0` measured parity 0 (holds) and index = 0 parity 1 (`violated`), two values of one
+    decision; the model's own predict says 0. Failed before the fix (index = 0: violated, value 1.0)."""
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+
+    from fairspec import api
+
+    rng = np.random.default_rng(0)
+    n = 200
+    a, g = rng.integers(0, 4, n), rng.choice(["A", "B"], n)
+    X = np.c_[a, (g == "B").astype(float)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = LogisticRegression().fit(X, np.arange(n) % 3)
+    m.coef_ = np.array([[0.0, 0.0], [0.0, -10.0], [0.0, 0.0]])
+    m.intercept_ = np.array([0.0, 0.0, -10.0])
+    pred = m.predict(X)
+    truth = abs((pred[g == "A"] == 0).mean() - (pred[g == "B"] == 0).mean())
+    assert truth == 0.0
+    sio.dump(m, tmp_path / "m.skops")
+    pd.DataFrame({"a": a, "g": g, "y": np.arange(n) % 2}).to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.fair").write_text(MC_SPEC.format(index=index, cls=cls))
+    (p,) = api.check(str(tmp_path / "s.fair")).to_dict()["properties"]
+    assert (p["status"], p["value"]) == ("holds", 0.0), (p["status"], p.get("value"), p.get("reason"))

@@ -471,8 +471,10 @@ class SklearnModel(LoadedModel):
         return True
 
     def decide(self, X):
-        """The binary decision as scikit-learn's ``predict`` makes it (see ``label_by_predict``)."""
-        if not self.label_by_predict:
+        """The binary decision as scikit-learn's ``predict`` makes it (see ``label_by_predict``); of a multiclass
+        model with ``index = i`` ("class i against the rest") too: predict's first largest column at a tie."""
+        multi = self.readout.task == "multiclass" and self.readout.index is not None and bool(self.classes)
+        if not (self.label_by_predict or multi):
             return super().decide(X)
         import warnings
 
@@ -482,7 +484,7 @@ class SklearnModel(LoadedModel):
         if X.shape[0] == 0:
             return np.zeros(0, dtype=np.int64)
         est = self.raw
-        positive = est.classes_[0 if self.readout.index == 0 else 1]
+        positive = est.classes_[self.readout.index if multi else 0 if self.readout.index == 0 else 1]
 
         def run(X):
             with warnings.catch_warnings():
