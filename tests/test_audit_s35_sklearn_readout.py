@@ -121,3 +121,33 @@ def test_multiclass_index_decision_is_the_models_predict(tmp_path, index, cls):
     (tmp_path / "s.fair").write_text(MC_SPEC.format(index=index, cls=cls))
     (p,) = api.check(str(tmp_path / "s.fair")).to_dict()["properties"]
     assert (p["status"], p["value"]) == ("holds", 0.0), (p["status"], p.get("value"), p.get("reason"))
+
+
+def test_outlier_detector_is_refused(tmp_path):
+    """An outlier detector (EllipticEnvelope, IsolationForest, OneClassSVM: no classes_) was read as a binary
+    classifier whose decision is decision_function > 0, while its predict calls a row an inlier (+1) where
+    decision_function >= 0: rows exactly at 0 (group B here, crafted location_ / precision_ / offset_) were 'not
+    positive', and statistical_parity was `violated` (1.0) where the model's own predict makes every row an inlier
+    (0.0). It is now refused in one sentence naming the file (failed before the fix: violated)."""
+    import skops.io as sio
+    from sklearn.covariance import EllipticEnvelope
+
+    from fairspec import api
+
+    rng = np.random.default_rng(0)
+    n = 200
+    a, g = rng.integers(0, 4, n), rng.choice(["A", "B"], n)
+    X = np.c_[a, (g == "B").astype(float)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = EllipticEnvelope(random_state=0).fit(X + rng.normal(0, 1, X.shape))
+    m.location_, m.precision_, m.offset_ = np.zeros(2), np.diag([0.0, 1.0]), -1.0
+    assert set(m.predict(X)) == {1} and set(m.decision_function(X)[g == "B"]) == {0.0}
+    sio.dump(m, tmp_path / "m.skops")
+    pd.DataFrame({"a": a, "g": g, "y": np.arange(n) % 2}).to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.fair").write_text(MC_SPEC.replace(', output = "decision_function"{index}', "").format(cls=""))
+    rep = api.check(str(tmp_path / "s.fair"))
+    statuses = [p["status"] for p in rep.to_dict()["properties"]]
+    assert statuses in ([], ["unknown"]), statuses
+    text = " ".join(str(x) for x in rep.diagnostics) + str(rep.to_dict())
+    assert "outlier detector" in text and "m.skops" in text

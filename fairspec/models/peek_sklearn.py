@@ -639,10 +639,24 @@ def sklearn_decision_probability(path, n_classes: int | None = None, score: str 
 
 
 def refuse_multi_output(est, path) -> None:
-    """A classifier of several outputs -- fit on a label matrix (a DecisionTreeClassifier's ``n_outputs_`` > 1),
+    """An outlier detector (IsolationForest, OneClassSVM, EllipticEnvelope, LocalOutlierFactor: no classes_)
+    predicts +1 (inlier) where its decision_function is >= 0 and -1 below, which no readout's "score > 0"
+    decides (a row at exactly 0 is an inlier): a ModelLoadError naming the file.
+    A classifier of several outputs -- fit on a label matrix (a DecisionTreeClassifier's ``n_outputs_`` > 1),
     a MultiOutputClassifier or a ClassifierChain: ``classes_`` a list of one class array per output, and
     ``predict`` a label column per output -- has no one class per row: a ModelLoadError naming the file (it
     was numpy's "can only convert an array of size 1 to a Python scalar")."""
+    try:
+        from sklearn.base import is_outlier_detector
+
+        outlier = bool(is_outlier_detector(est))
+    except Exception:  # noqa: BLE001 - an older scikit-learn, or an estimator it cannot tag
+        outlier = getattr(est, "_estimator_type", None) == "outlier_detector"
+    if outlier:
+        raise ModelLoadError(
+            f"{path} holds a {type(est).__name__}, an outlier detector, not a classifier: its predict is +1 (inlier) "
+            f"where its decision_function is >= 0 and -1 below, which fairspec does not read as a class; fit a "
+            f"classifier, or record its predictions in the data and check them as logged decisions", path)
     try:
         classes = getattr(est, "classes_", None)
     except Exception:  # noqa: BLE001 - an estimator whose classes_ is a property that fails: not this case
