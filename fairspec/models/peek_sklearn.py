@@ -638,7 +638,7 @@ def sklearn_decision_probability(path, n_classes: int | None = None, score: str 
         return None
 
 
-def refuse_multi_output(est, path) -> None:
+def refuse_no_one_class(est, path) -> None:
     """An outlier detector (IsolationForest, OneClassSVM, EllipticEnvelope, LocalOutlierFactor: no classes_)
     predicts +1 (inlier) where its decision_function is >= 0 and -1 below, which no readout's "score > 0"
     decides (a row at exactly 0 is an inlier): a ModelLoadError naming the file.

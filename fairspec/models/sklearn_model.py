@@ -9,7 +9,7 @@ import zipfile
 
 from .base import (LoadedModel, ModelLoadError, check_score_kind, loading_pickle, readout_for, require_file,
                    short_error)
-from .peek_sklearn import refuse_multi_output
+from .peek_sklearn import refuse_no_one_class
 from .readout import positive_class_problem
 
 SKOPS_SUFFIXES = (".skops",)
@@ -278,7 +278,7 @@ class SklearnModel(LoadedModel):
         if _is_regressor(est) and not (has_proba or has_dec):
             self._regressor(path, est, output, index, kind)
             return
-        refuse_multi_output(est, path)      # classes_ a list of class arrays, one per output
+        refuse_no_one_class(est, path)      # an outlier detector; classes_ a list of class arrays, one per output
         if not (has_proba or has_dec):
             raise ModelLoadError(
                 f"{path} holds a {type(est).__name__}, which has neither predict_proba nor decision_function", path
