@@ -535,6 +535,8 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
             raise UnsupportedModel(op, nname, f"operator {op} is not piecewise-linear or not supported "
                                               f"(supported: Gemm, MatMul, Add, Sub, Mul, Div, Relu, Identity, "
                                               f"Dropout, Flatten, Transpose, and a final Sigmoid or Softmax)")
+        if op == "Dropout" and (why := _dropout_trains(node, consts, attrs)):
+            raise UnsupportedModel(op, nname, why)
         if op in ("Identity", "Dropout"):
             continue
         if op == "Flatten":
@@ -548,6 +550,10 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
                 raise UnsupportedModel(op, nname, f"Transpose with perm={perm} is not a 2-D transpose")
             rows = not rows
             continue
+        if ch.width is None and op not in ("Flatten", "Transpose", "Identity", "Dropout", "Gemm", "MatMul"):
+            raise UnsupportedModel(op, nname, "the graph input's width is not fixed in the file (shape [N, ?]) "
+                                              "and no weight before this operator fixes it; export the model "
+                                              "with a fixed number of columns")
         if op == "Relu":
             ch.relu()
             continue
@@ -572,6 +578,9 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
             A, B = node.input[0], node.input[1]
             C = node.input[2] if len(node.input) > 2 and node.input[2] else None
             width = ch.width
+            if A in consts and B in consts:
+                raise UnsupportedModel(op, nname, "Gemm whose computed operand is its bias C (alpha A B + beta C "
+                                                  "with A and B constants) is not a layer fairspec reads")
             if A not in consts:       # activation is A: A' = act (rows) → Y = act @ B' (rows)
                 act_rows = rows != bool(tA)          # A' in rows layout?
                 if not act_rows:
@@ -652,6 +661,20 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
     if readout is not None:
         return apply_readout(PLNet(tuple(layers), 0, final, source), readout)
     return _make_net(layers, index, final, source, out_name)
+
+
+def _dropout_trains(node, consts, attrs) -> str:
+    """Why a Dropout node is not the identity at inference ("" when it is): a ``training_mode`` input
+    that is true (opset 12+: the runtime may mask at random; onnx's reference evaluator does) with a
+    ratio that is not 0, or an ``is_test`` of 0 (opset < 7)."""
+    if attrs.get("is_test", 1) == 0:
+        return "Dropout with is_test = 0 drops units at random (training mode); export the model in eval mode"
+    if len(node.input) > 2 and node.input[2]:
+        ratio = consts.get(node.input[1]) if len(node.input) > 1 and node.input[1] else np.float64(0.5)
+        if bool(np.any(consts[node.input[2]])) and (ratio is None or bool(np.any(ratio))):
+            return ("Dropout with training_mode = true drops units at random; the model's output is not a "
+                    "function of its input (export the model in eval mode)")
+    return ""
 
 
 def _onnx_input_width(inputs, name) -> int | None:
