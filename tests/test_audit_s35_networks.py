@@ -80,3 +80,75 @@ def test_a_gemm_whose_computed_operand_is_its_bias_is_refused_not_a_key_error():
     m = _model([g] + _layers("z"), dict(_W, A=np.float32([[0.0]]), B=np.float32([[0.0], [0], [0]])), in_shape=(1, 3))
     with pytest.raises(UnsupportedModel, match="its bias C"):
         from_onnx(m)
+
+
+SPEC = """features F {
+  a : int in [0, 3]
+  b : int in [0, 3]
+  g : {A, B} protected
+}
+model m = onnx("m.onnx", score = logit)
+encode F for m {
+  a : raw
+  b : raw
+  g : code {A = 0, B = 1}
+}
+property lab {
+  forall x, x' : F
+  require x.* == x'.* except {g}
+  ensure label(m(x)) == label(m(x'))
+}
+"""
+
+
+def _permuting_function(domain: str):
+    """x -> a node ``Identity`` of ``domain`` that a model-local function defines as x @ P (P swaps a and g)
+    -> a ReLU net reading a and b only."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    P = np.float32([[0, 0, 1], [0, 1, 0], [1, 0, 0]])
+    body = [helper.make_node("Constant", [], ["P"], value=numpy_helper.from_array(P)),
+            helper.make_node("MatMul", ["X", "P"], ["Y"])]
+    nodes = [helper.make_node("Identity", ["x"], ["xp"], domain=domain)] + _layers("xp")
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1])],
+                          [numpy_helper.from_array(a, n) for n, a in _W.items()])
+    opsets = [helper.make_opsetid("", 17)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    f = helper.make_function(domain, "Identity", ["X"], ["Y"], body, [helper.make_opsetid("", 17)])
+    m = helper.make_model(g, opset_imports=opsets, functions=[f])
+    m.ir_version = 8
+    return m
+
+
+@pytest.mark.parametrize("enumerate_pairs", ["1", "0"])
+def test_a_node_of_another_domain_named_as_an_onnx_operator_is_not_read_as_it(tmp_path, monkeypatch, enumerate_pairs):
+    """A node 'my'::Identity, defined by a model-local function as a column permutation (onnxruntime runs the
+    function's body), was read by its op_type alone as ONNX's Identity: the net read never reads g, and
+    `label(m(x)) == label(m(x'))` except {g} was 'holds (proved)' while onnxruntime's decisions differ."""
+    pytest.importorskip("onnxruntime")
+    import itertools
+
+    import onnx
+
+    from fairspec.models import load_model
+    from fairspec.pipeline import check
+
+    if enumerate_pairs == "0":
+        monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    onnx.save(_permuting_function("my"), str(tmp_path / "m.onnx"))
+    (tmp_path / "s.fair").write_text(SPEC)
+    P = np.array(list(itertools.product(range(4), range(4), range(2))), dtype=float)
+    dec = load_model("onnx", tmp_path / "m.onnx", score_kind="logit").decide(P)
+    assert any(dec[i] != dec[i + 1] for i in range(0, len(P), 2))          # the truth: violated
+    rep = check(str(tmp_path / "s.fair"))
+    assert not rep.has_errors, rep.diagnostics
+    (v,) = rep.verdicts
+    assert getattr(v.status, "value", v.status) in ("violated", "unknown"), (v.status, v.reason)
+
+
+@pytest.mark.parametrize("domain", ["my", ""])
+def test_a_node_a_model_local_function_defines_is_refused(domain):
+    from fairspec.models.network import from_onnx
+
+    with pytest.raises(UnsupportedModel, match="domain 'my'|defines a function"):
+        from_onnx(_permuting_function(domain))

@@ -470,8 +470,9 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
     consts: dict[str, np.ndarray] = {t.name: numpy_helper.to_array(t).astype(np.float64)
                                      for t in graph.initializer}
     producers: dict[str, Any] = {}
+    local = {(f.domain, f.name) for f in model.functions}      # model-local functions: their own bodies
     for node in graph.node:
-        if node.op_type == "Constant":
+        if node.op_type == "Constant" and not _foreign_node(node, local):
             for a in node.attribute:
                 if a.name == "value":
                     consts[node.output[0]] = numpy_helper.to_array(a.t).astype(np.float64)
@@ -531,6 +532,8 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
         is_last = pos == len(chain) - 1
         if final != "none":
             raise UnsupportedModel(op, nname, f"{op} after the final {final.capitalize()} is not supported")
+        if (why := _foreign_node(node, local)):
+            raise UnsupportedModel(op, nname, why)
         if op not in PL_ONNX_OPS:      # the same list lint checks (fairspec.models.peek)
             raise UnsupportedModel(op, nname, f"operator {op} is not piecewise-linear or not supported "
                                               f"(supported: Gemm, MatMul, Add, Sub, Mul, Div, Relu, Identity, "
@@ -661,6 +664,18 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
     if readout is not None:
         return apply_readout(PLNet(tuple(layers), 0, final, source), readout)
     return _make_net(layers, index, final, source, out_name)
+
+
+def _foreign_node(node, local) -> str:
+    """Why a node is not ONNX's own operator of its name ("" when it is): a node of another domain than
+    ai.onnx (a custom operator, or a model-local function of that name: onnxruntime runs its body), or
+    one a function of the model defines."""
+    if node.domain not in ("", "ai.onnx"):
+        return (f"node of domain {node.domain!r}: {node.op_type} there is not ONNX's operator of that name "
+                f"(onnxruntime runs that domain's own definition)")
+    if (node.domain, node.op_type) in local or ("ai.onnx" if not node.domain else "", node.op_type) in local:
+        return f"the model defines a function {node.op_type!r} of its own, whose body is not read"
+    return ""
 
 
 def _dropout_trains(node, consts, attrs) -> str:
