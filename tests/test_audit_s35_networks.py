@@ -152,3 +152,32 @@ def test_a_node_a_model_local_function_defines_is_refused(domain):
 
     with pytest.raises(UnsupportedModel, match="domain 'my'|defines a function"):
         from_onnx(_permuting_function(domain))
+
+
+def _weight_norm_traced(path):
+    torch = pytest.importorskip("torch")
+    from torch.nn.utils.parametrizations import weight_norm
+
+    torch.manual_seed(0)
+    seq = torch.nn.Sequential(weight_norm(torch.nn.Linear(3, 2)), torch.nn.ReLU(), torch.nn.Linear(2, 1)).eval()
+    torch.jit.save(torch.jit.trace(seq, torch.zeros(4, 3)), str(path))
+
+
+def test_a_traced_weight_norm_first_layer_is_not_read_as_the_next_layers_width(tmp_path):
+    """A traced Sequential whose first Linear is parametrized (weight_norm): lint read the width of the first
+    plain torch Linear, the second layer's (2): FS402 'the model takes 2 inputs' for a model of 3."""
+    from fairspec.models.peek_torch import torch_input_width
+
+    _weight_norm_traced(tmp_path / "m.pt")
+    assert torch_input_width(tmp_path / "m.pt") in (None, 3)
+
+
+def test_a_traced_weight_norm_module_is_refused_not_an_internal_error(tmp_path):
+    """Its 'parametrizations' holder has no forward: `hasattr(sub, "graph")` raised torch's RuntimeError
+    ('Method forward is not defined'), an internal error in the milp backend."""
+    from fairspec.models import load_model
+
+    _weight_norm_traced(tmp_path / "m.pt")
+    m = load_model("torch", tmp_path / "m.pt", score_kind="logit")
+    with pytest.raises(UnsupportedModel, match="not a plain chain"):
+        m.piecewise_linear()
