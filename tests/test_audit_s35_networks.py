@@ -181,3 +181,21 @@ def test_a_traced_weight_norm_module_is_refused_not_an_internal_error(tmp_path):
     m = load_model("torch", tmp_path / "m.pt", score_kind="logit")
     with pytest.raises(UnsupportedModel, match="not a plain chain"):
         m.piecewise_linear()
+
+
+def test_a_features_first_input_is_refused_not_fed_rows_as_its_columns(tmp_path):
+    """An input of shape [3, N] (features first, then a Transpose): the loader took 3 as a fixed batch and fed
+    chunks of 3 rows, which the graph reads as 3 features of 3 samples, each score mixing other rows: a net with
+    no weight on g was 'violated' (8 of 32 pairs, replayed under the same feeding)."""
+    pytest.importorskip("onnxruntime")
+    import onnx
+    from onnx import helper
+
+    from fairspec.pipeline import check
+
+    m = _model([helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0])] + _layers("xt"), _W, in_shape=(3, "N"))
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    (tmp_path / "s.fair").write_text(SPEC)
+    rep = check(str(tmp_path / "s.fair"))
+    assert rep.has_errors and any("features-first" in d.message for d in rep.diagnostics), rep.verdicts
+    assert not [v for v in rep.verdicts if getattr(v.status, "value", v.status) == "violated"]
