@@ -199,3 +199,46 @@ def test_a_features_first_input_is_refused_not_fed_rows_as_its_columns(tmp_path)
     rep = check(str(tmp_path / "s.fair"))
     assert rep.has_errors and any("features-first" in d.message for d in rep.diagnostics), rep.verdicts
     assert not [v for v in rep.verdicts if getattr(v.status, "value", v.status) == "violated"]
+
+
+def test_an_onnx_softmax_over_the_batch_is_refused_at_load(tmp_path):
+    """Softmax(axis = 0) normalises over the batch: a row's probability depends on the rows scored with it
+    (1.0 alone, about 1/8 in a batch of 8). The solvers refused it, but the enumeration scored the whole domain
+    in one batch and said `holds (proved)` of a decision that flips with the batch."""
+    pytest.importorskip("onnxruntime")
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from fairspec.models import ModelLoadError, load_model
+
+    W2, B2 = np.float32([[1, -1], [-1, 1]]), np.float32([0, 0])
+    nodes = _layers()[:2] + [helper.make_node("Gemm", ["r", "W2", "B2"], ["z"], transB=1)]
+    for axis, bad in ((0, True), (1, False)):
+        g = helper.make_graph(nodes + [helper.make_node("Softmax", ["z"], ["y"], axis=axis)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2])],
+                              [numpy_helper.from_array(a, n) for n, a in dict(_W, W2=W2, B2=B2).items()])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 8
+        onnx.save(m, str(tmp_path / f"m{axis}.onnx"))
+        if bad:
+            with pytest.raises(ModelLoadError, match="other rows of its batch"):
+                load_model("onnx", tmp_path / f"m{axis}.onnx", index=1, score_kind="prob")
+        else:
+            assert load_model("onnx", tmp_path / f"m{axis}.onnx", index=1, score_kind="prob").input_width == 3
+
+
+def test_a_torch_softmax_over_dim_0_is_refused_at_load(tmp_path):
+    torch = pytest.importorskip("torch")
+    from fairspec.models import ModelLoadError, load_model
+
+    torch.manual_seed(0)
+    for dim, bad in ((0, True), (1, False)):
+        seq = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU(), torch.nn.Linear(2, 2),
+                                  torch.nn.Softmax(dim=dim)).eval()
+        torch.jit.save(torch.jit.script(seq), str(tmp_path / f"m{dim}.pt"))
+        if bad:
+            with pytest.raises(ModelLoadError, match="other rows of its batch"):
+                load_model("torch", tmp_path / f"m{dim}.pt", index=1, score_kind="prob")
+        else:
+            assert load_model("torch", tmp_path / f"m{dim}.pt", index=1, score_kind="prob").input_width == 3
