@@ -532,7 +532,7 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
         is_last = pos == len(chain) - 1
         if final != "none":
             raise UnsupportedModel(op, nname, f"{op} after the final {final.capitalize()} is not supported")
-        if (why := _foreign_node(node, local)):
+        if op in PL_ONNX_OPS and (why := _foreign_node(node, local)):    # a name ONNX's own ops have
             raise UnsupportedModel(op, nname, why)
         if op not in PL_ONNX_OPS:      # the same list lint checks (fairspec.models.peek)
             raise UnsupportedModel(op, nname, f"operator {op} is not piecewise-linear or not supported "

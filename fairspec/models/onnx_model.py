@@ -127,7 +127,8 @@ class OnnxModel(LoadedModel):
             def raw(X):
                 return self._run_chunks(lambda xc: session.run([out.name], {inp.name: xc}), X)[0]
 
-            if (why := rows_mixed(raw, width, self._what)) is not None:
+            tol = 0.1 if self._dtype_name == "float16" else 1e-3
+            if (why := rows_mixed(raw, width, self._what, tol)) is not None:
                 raise ModelLoadError(why, path)
         from .onnx_agreement import Agreement, label_sibling
 

@@ -178,7 +178,8 @@ class TorchModel(LoadedModel):
         if width is not None:                       # rows scored apart (Softmax(dim=0), a traced train BatchNorm)
             from .batching import rows_mixed
 
-            if (why := rows_mixed(lambda X: self._tensor(self._forward(X)), width, self._what)) is not None:
+            tol = 1e-3 if self.precision in ("float32", "float64") else 0.1     # float16, bfloat16, mixed
+            if (why := rows_mixed(lambda X: self._tensor(self._forward(X)), width, self._what, tol)) is not None:
                 raise ModelLoadError(why, path)
 
     def _rows_kept_apart(self, width: int) -> None:
