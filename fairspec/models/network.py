@@ -12,7 +12,9 @@ Converters
 ----------
 * :func:`from_onnx` — Gemm (transA/transB/alpha/beta), MatMul, Add/Sub with a constant, Mul/Div by
   a constant, Relu, Identity, Dropout, Flatten, Transpose (2-D), and a final Sigmoid or Softmax.
-  Weights are read with ``onnx.numpy_helper`` and kept in float64.
+  Weights are read with ``onnx.numpy_helper`` and kept in float64. Only ai.onnx's own operators are read
+  (a node of another domain, or one a model-local function defines, is refused whatever its name), and a
+  Dropout with ``training_mode`` true is refused (it masks at random).
 * ``fairspec.models.network_torch.from_torch`` — ``nn.Sequential`` / ``nn.Linear`` / ``nn.ReLU`` /
   ``Identity`` / ``Flatten`` / ``Dropout`` and a final ``Sigmoid``/``Softmax``; TorchScript modules by
   walking ``named_children``. A module whose children are not applied in order is caught by comparing
