@@ -228,3 +228,32 @@ def elementwise_sigmoid_head(model):
     from scipy.special import expit
 
     return expit
+
+
+def rows_mixed(run, width: int, what: str, tol: float = 1e-3) -> str | None:
+    """The sentence when a network's output for one row depends on the other rows of its batch (a Softmax
+    or a normalisation over the batch axis, BatchNorm in training mode traced so, a graph reading its input
+    features-first), else None. ``run`` maps a float64 (n, width) array to the runtime's raw outputs (one
+    row each); 8 random rows are scored in one batch and in batches of 2. Batching may move a score by
+    rounding (see :func:`batch_dependent`); this looks for far more: a difference above ``tol`` of the
+    outputs' scale (1e-3; the loaders pass 0.1 for a float16 or bfloat16 runtime, whose ulp is ~1e-3 and
+    ~1e-2). A probe that fails or gives non-finite outputs says nothing (None): scoring reports it."""
+    import numpy as np
+
+    X = np.random.default_rng(0).normal(size=(8, width)) * 2.0
+    try:
+        full = np.asarray(run(X), dtype=np.float64).reshape(8, -1)
+        parts = np.concatenate([np.asarray(run(X[i:i + 2]), dtype=np.float64).reshape(2, -1)
+                                for i in range(0, 8, 2)])
+    except Exception:  # noqa: BLE001 - a probe only; scoring raises the runtime's own error
+        return None
+    if full.shape != parts.shape or not (np.all(np.isfinite(full)) and np.all(np.isfinite(parts))):
+        return None
+    gap = np.abs(full - parts).max(axis=1)
+    row = int(np.argmax(gap))
+    if gap[row] <= tol * (1.0 + float(np.abs(full).max())):
+        return None
+    return (f"{what} depends on the other rows of its batch: one point scored in a batch of 8 and in a batch "
+            f"of 2 gives outputs {gap[row]:.3g} apart (a Softmax or a normalisation over the batch axis, "
+            f"BatchNorm in training mode, a features-first input, or a random layer such as Dropout in training "
+            f"mode?); fairspec scores every row on its own")

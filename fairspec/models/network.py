@@ -12,7 +12,9 @@ Converters
 ----------
 * :func:`from_onnx` — Gemm (transA/transB/alpha/beta), MatMul, Add/Sub with a constant, Mul/Div by
   a constant, Relu, Identity, Dropout, Flatten, Transpose (2-D), and a final Sigmoid or Softmax.
-  Weights are read with ``onnx.numpy_helper`` and kept in float64.
+  Weights are read with ``onnx.numpy_helper`` and kept in float64. Only ai.onnx's own operators are read
+  (a node of another domain, or one a model-local function defines, is refused whatever its name), and a
+  Dropout with ``training_mode`` true is refused (it masks at random).
 * ``fairspec.models.network_torch.from_torch`` — ``nn.Sequential`` / ``nn.Linear`` / ``nn.ReLU`` /
   ``Identity`` / ``Flatten`` / ``Dropout`` and a final ``Sigmoid``/``Softmax``; TorchScript modules by
   walking ``named_children``. A module whose children are not applied in order is caught by comparing
@@ -470,8 +472,9 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
     consts: dict[str, np.ndarray] = {t.name: numpy_helper.to_array(t).astype(np.float64)
                                      for t in graph.initializer}
     producers: dict[str, Any] = {}
+    local = {(f.domain, f.name) for f in model.functions}      # model-local functions: their own bodies
     for node in graph.node:
-        if node.op_type == "Constant":
+        if node.op_type == "Constant" and not _foreign_node(node, local):
             for a in node.attribute:
                 if a.name == "value":
                     consts[node.output[0]] = numpy_helper.to_array(a.t).astype(np.float64)
@@ -531,10 +534,14 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
         is_last = pos == len(chain) - 1
         if final != "none":
             raise UnsupportedModel(op, nname, f"{op} after the final {final.capitalize()} is not supported")
+        if op in PL_ONNX_OPS and (why := _foreign_node(node, local)):    # a name ONNX's own ops have
+            raise UnsupportedModel(op, nname, why)
         if op not in PL_ONNX_OPS:      # the same list lint checks (fairspec.models.peek)
             raise UnsupportedModel(op, nname, f"operator {op} is not piecewise-linear or not supported "
                                               f"(supported: Gemm, MatMul, Add, Sub, Mul, Div, Relu, Identity, "
                                               f"Dropout, Flatten, Transpose, and a final Sigmoid or Softmax)")
+        if op == "Dropout" and (why := _dropout_trains(node, consts, attrs)):
+            raise UnsupportedModel(op, nname, why)
         if op in ("Identity", "Dropout"):
             continue
         if op == "Flatten":
@@ -548,6 +555,10 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
                 raise UnsupportedModel(op, nname, f"Transpose with perm={perm} is not a 2-D transpose")
             rows = not rows
             continue
+        if ch.width is None and op not in ("Flatten", "Transpose", "Identity", "Dropout", "Gemm", "MatMul"):
+            raise UnsupportedModel(op, nname, "the graph input's width is not fixed in the file (shape [N, ?]) "
+                                              "and no weight before this operator fixes it; export the model "
+                                              "with a fixed number of columns")
         if op == "Relu":
             ch.relu()
             continue
@@ -572,6 +583,9 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
             A, B = node.input[0], node.input[1]
             C = node.input[2] if len(node.input) > 2 and node.input[2] else None
             width = ch.width
+            if A in consts and B in consts:
+                raise UnsupportedModel(op, nname, "Gemm whose computed operand is its bias C (alpha A B + beta C "
+                                                  "with A and B constants) is not a layer fairspec reads")
             if A not in consts:       # activation is A: A' = act (rows) → Y = act @ B' (rows)
                 act_rows = rows != bool(tA)          # A' in rows layout?
                 if not act_rows:
@@ -652,6 +666,32 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
     if readout is not None:
         return apply_readout(PLNet(tuple(layers), 0, final, source), readout)
     return _make_net(layers, index, final, source, out_name)
+
+
+def _foreign_node(node, local) -> str:
+    """Why a node is not ONNX's own operator of its name ("" when it is): a node of another domain than
+    ai.onnx (a custom operator, or a model-local function of that name: onnxruntime runs its body), or
+    one a function of the model defines."""
+    if node.domain not in ("", "ai.onnx"):
+        return (f"node of domain {node.domain!r}: {node.op_type} there is not ONNX's operator of that name "
+                f"(onnxruntime runs that domain's own definition)")
+    if (node.domain, node.op_type) in local or ("ai.onnx" if not node.domain else "", node.op_type) in local:
+        return f"the model defines a function {node.op_type!r} of its own, whose body is not read"
+    return ""
+
+
+def _dropout_trains(node, consts, attrs) -> str:
+    """Why a Dropout node is not the identity at inference ("" when it is): a ``training_mode`` input
+    that is true (opset 12+: the runtime may mask at random; onnx's reference evaluator does) with a
+    ratio that is not 0, or an ``is_test`` of 0 (opset < 7)."""
+    if attrs.get("is_test", 1) == 0:
+        return "Dropout with is_test = 0 drops units at random (training mode); export the model in eval mode"
+    if len(node.input) > 2 and node.input[2]:
+        ratio = consts.get(node.input[1]) if len(node.input) > 1 and node.input[1] else np.float64(0.5)
+        if bool(np.any(consts[node.input[2]])) and (ratio is None or bool(np.any(ratio))):
+            return ("Dropout with training_mode = true drops units at random; the model's output is not a "
+                    "function of its input (export the model in eval mode)")
+    return ""
 
 
 def _onnx_input_width(inputs, name) -> int | None:

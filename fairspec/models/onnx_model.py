@@ -121,6 +121,15 @@ class OnnxModel(LoadedModel):
         self._session = session
         self._reference = None
         self._init_common(path, "onnx", width, kind, session, readout)
+        if not self.multi and width is not None:     # rows scored apart (a features-first input, a batch Softmax)
+            from .batching import rows_mixed
+
+            def raw(X):
+                return self._run_chunks(lambda xc: session.run([out.name], {inp.name: xc}), X)[0]
+
+            tol = 0.1 if self._dtype_name == "float16" else 1e-3
+            if (why := rows_mixed(raw, width, self._what, tol)) is not None:
+                raise ModelLoadError(why, path)
         from .onnx_agreement import Agreement, label_sibling
 
         # FS439: the classifier node computing the declared output has a label output of its own; every

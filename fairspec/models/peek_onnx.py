@@ -593,6 +593,11 @@ def input_problem(sig: OnnxSignature, path) -> str | None:
     if inp.shape is not None and len(inp.shape) != 2:
         return (f"the input {inp.name!r} of ONNX model {path} has shape {_fmt_shape(inp.shape)}; fairspec needs an "
                 f"input of shape [N, width]")
+    if inp.shape is not None and isinstance(inp.shape[0], int) and inp.shape[0] > 1 \
+            and not isinstance(inp.shape[1], int):      # [k, N]: rows fed as its columns would mix them
+        return (f"the input {inp.name!r} of ONNX model {path} has shape {_fmt_shape(inp.shape)}: a fixed first "
+                f"dimension and an open second one, as a features-first input [width, N] has; fairspec feeds "
+                f"rows, [N, width]: export the model with the batch dimension first")
     if inp.shape is not None and inp.shape[1] == 0:
         return (f"the input {inp.name!r} of ONNX model {path} has shape {_fmt_shape(inp.shape)}: no column; "
                 f"fairspec needs an input of shape [N, width], width at least 1")

@@ -69,7 +69,7 @@ def _linear_width(obj) -> int | None:
 
 
 def _torch_width_from(root) -> int | None:
-    first_weight = None
+    first_weight = first_2d = None
     seen = set()
     stack = [(root, None)]
     while stack:                                         # depth-first, in the pickle's order
@@ -80,7 +80,11 @@ def _torch_width_from(root) -> int | None:
         if isinstance(obj, _Stub):
             w = _linear_width(obj)
             if w is not None:
-                return w
+                # a 2-D tensor met first (a subclass of Linear's weight, a parametrized one's) may be
+                # the first layer's: the width is then not known here (the loader asks the module)
+                return w if first_2d in (None, w) else None
+        if first_2d is None and isinstance(obj, _FakeTensor) and len(obj.shape) == 2:
+            first_2d = int(obj.shape[1])     # any 2-D tensor (a parametrized weight's factors too)
         if (first_weight is None and key == "weight" and isinstance(obj, _FakeTensor)
                 and len(obj.shape) == 2):
             first_weight = int(obj.shape[1])

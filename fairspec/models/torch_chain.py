@@ -252,6 +252,15 @@ def _pick(m, result, output):
 
 # ------------------------------------------------------------------------------------ TorchScript
 
+def _has_graph(sub) -> bool:
+    """A scripted module with a forward graph (a submodule without forward, as the ``parametrizations``
+    holder of a traced weight_norm, raises RuntimeError on ``.graph``, not AttributeError)."""
+    try:
+        return hasattr(sub, "graph")
+    except Exception:  # noqa: BLE001 - torch's RuntimeError: no graph
+        return False
+
+
 def _script_chain(m, prefix: str, output: Any) -> list[tuple[str, Any]]:
     if not list(m.named_children()):
         config = _check_leaf(m, prefix)
@@ -276,7 +285,7 @@ def _script_chain(m, prefix: str, output: Any) -> list[tuple[str, Any]]:
         if n.kind() == "prim::GetAttr" and n.input() in objs:
             path, obj = objs[n.input()]
             sub = getattr(obj, n.s("name"), None)
-            if hasattr(sub, "graph") and hasattr(sub, "original_name"):
+            if _has_graph(sub) and hasattr(sub, "original_name"):
                 objs[outs[0]] = (f"{path}.{n.s('name')}" if path else n.s("name"), sub)
         for o in outs:
             prod[o] = n

@@ -175,6 +175,12 @@ class TorchModel(LoadedModel):
                 if self.readout.has_decision or self.readout.task == "regression":
                     self._finish(self._read(y, self._what), 2)
         self.input_width = width
+        if width is not None:                       # rows scored apart (Softmax(dim=0), a traced train BatchNorm)
+            from .batching import rows_mixed
+
+            tol = 1e-3 if self.precision in ("float32", "float64") else 0.1     # float16, bfloat16, mixed
+            if (why := rows_mixed(lambda X: self._tensor(self._forward(X)), width, self._what, tol)) is not None:
+                raise ModelLoadError(why, path)
 
     def _rows_kept_apart(self, width: int) -> None:
         """The probe of 2 rows failed or did not return one output per row: when one row runs and a Flatten
