@@ -100,3 +100,25 @@ def test_dart_booster_whose_predict_paths_agree_is_still_decided(tmp_path):
     assert rep.exit_code != 4 and not rep.report.internal_errors, rep.report.internal_errors
     v = rep["pr"]
     assert _status(v) == "holds", (_status(v), v.reason)
+
+
+@pytest.mark.parametrize("objective", ["reg:squarederror", "binary:logistic"])
+def test_multi_target_xgboost_file_is_refused_in_one_sentence(tmp_path, objective):
+    """An XGBoost model of two targets (num_target 2, one tree per target and round: a multi-output regression or a
+    multi-label classifier) was read as one output: `internal error in the milp backend (ValueError: minus has 3
+    entries, lhs 1)`. Now FS401 naming the file and num_target, as lint and check both read the file."""
+    import fairspec
+
+    rng = np.random.default_rng(1)
+    X = np.c_[rng.integers(0, 4, 120), rng.integers(0, 2, 120)].astype(float)
+    Y = np.c_[X[:, 0] > 1, X[:, 0] + X[:, 1] > 2].astype(float)
+    b = xgb.train({"objective": objective, "max_depth": 2, "multi_strategy": "one_output_per_tree"},
+                  xgb.DMatrix(X, Y), 2)
+    b.save_model(str(tmp_path / "m.json"))
+    post = "|value(m(x)) - value(m(x'))| <= 0.1" if objective.startswith("reg") else "label(m(x)) == label(m(x'))"
+    (tmp_path / "s.fair").write_text(SPEC.replace("|prob(m(x)) - prob(m(x'))| <= 0", post))
+    rep = fairspec.check(tmp_path / "s.fair")
+    assert rep.exit_code == 2 and not rep.report.internal_errors, rep.report.internal_errors
+    errors = [d for d in rep.diagnostics if d.severity == "error"]
+    assert [d.code for d in errors] == ["FS401"], errors
+    assert "num_target 2" in errors[0].message and "m.json" in errors[0].message
