@@ -106,7 +106,7 @@ def test_dart_booster_whose_predict_paths_agree_is_still_decided(tmp_path):
 def test_multi_target_xgboost_file_is_refused_in_one_sentence(tmp_path, objective):
     """An XGBoost model of two targets (num_target 2, one tree per target and round: a multi-output regression or a
     multi-label classifier) was read as one output: `internal error in the milp backend (ValueError: minus has 3
-    entries, lhs 1)`. Now FS401 naming the file and num_target, as lint and check both read the file."""
+    entries, lhs 1)`. Now the loader's one sentence naming the file and num_target (the property is not decided)."""
     import fairspec
 
     rng = np.random.default_rng(1)
@@ -119,6 +119,25 @@ def test_multi_target_xgboost_file_is_refused_in_one_sentence(tmp_path, objectiv
     (tmp_path / "s.fair").write_text(SPEC.replace("|prob(m(x)) - prob(m(x'))| <= 0", post))
     rep = fairspec.check(tmp_path / "s.fair")
     assert rep.exit_code == 2 and not rep.report.internal_errors, rep.report.internal_errors
-    errors = [d for d in rep.diagnostics if d.severity == "error"]
-    assert [d.code for d in errors] == ["FS401"], errors
-    assert "num_target 2" in errors[0].message and "m.json" in errors[0].message
+    said = str(rep.report.__dict__)
+    assert "multi-target XGBoost model (2 outputs per input: num_target 2)" in said and "m.json" in said, said
+
+
+def test_multi_output_forest_is_refused_in_one_sentence(tmp_path):
+    """A RandomForestClassifier fitted on a 2-D y: its classes_ is one array per output, which the loader read as two
+    classes and failed on ("can only convert an array of size 1 to a Python scalar"). Now one sentence naming the
+    outputs (a multi-output regressor already had one: "the output of model 'm' has 2 columns")."""
+    import fairspec
+    from sklearn.ensemble import RandomForestClassifier
+
+    rng = np.random.default_rng(1)
+    X = np.c_[rng.integers(0, 4, 120), rng.integers(0, 2, 120)].astype(float)
+    Y = np.c_[X[:, 0] > 1, X[:, 0] + X[:, 1] > 2].astype(int)
+    est = RandomForestClassifier(n_estimators=3, random_state=0).fit(X, Y)
+    (tmp_path / "s.fair").write_text(SPEC.replace('xgboost("m.json")', 'sklearn("m.skops")')
+                                     .replace("|prob(m(x)) - prob(m(x'))| <= 0", "label(m(x)) == label(m(x'))"))
+    rep = fairspec.check(tmp_path / "s.fair", models={"m": est})
+    assert rep.exit_code == 2 and not rep.report.internal_errors, rep.report.internal_errors
+    said = str(rep.report.__dict__)
+    assert "multi-output RandomForestClassifier (2 outputs per input)" in said, said
+    assert "can only convert" not in said

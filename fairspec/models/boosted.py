@@ -388,8 +388,13 @@ class XGBoostModel(_Boosted):
             learner, obj = {}, ""
         try:
             ncls = int(learner.get("learner_model_param", {}).get("num_class", 0) or 0)
+            targets = int(learner.get("learner_model_param", {}).get("num_target", 1) or 1)
         except (TypeError, ValueError):
-            ncls = 0
+            ncls, targets = 0, 1
+        if targets > 1:     # read as one output, it crashed the tree encodings (s35 h3)
+            raise ModelLoadError(f"{path} holds a multi-target XGBoost model ({targets} outputs per input: num_target "
+                                 f"{targets}); fairspec reads a model of one output (a multiclass model's classes "
+                                 "included): train one model per target", path)
         task, k = task_of("XGBoost", obj, ncls, path)
         margin, idx = _output(output, index, path, "XGBoost", task, k)
         if obj == "multi:softmax":

@@ -222,11 +222,6 @@ def check_xgboost(path) -> int | None:
     width = _int(_get(learner, "learner_model_param", "num_feature"), -1)
     if width < 0 or width > MAX_FEATURES:
         raise _bad(p, f"XGBoost model file: num_feature must be a whole number in [0, {MAX_FEATURES}]")
-    targets = _int(_get(learner, "learner_model_param", "num_target"), 1)
-    if targets is not None and targets > 1:     # read as one output, it crashed the tree encodings (s35 h3)
-        raise ModelLoadError(f"{p} holds a multi-target XGBoost model ({targets} outputs per input: num_target "
-                             f"{targets}); fairspec reads a model of one output (a multiclass model's classes "
-                             "included): train one model per target", p)
     # what the library refuses only when it loads the file or is first fed (lint passed them, check failed)
     version = doc.get("version")
     if version is not None and not (isinstance(version, list) and len(version) == 3 and
