@@ -49,6 +49,13 @@ class UnsupportedModel(Unsupported):
         self.message = message
 
 
+class AmbiguousRuntime(UnsupportedModel):
+    """The model's library computes two different outputs for the same input on its two predict paths
+    (an XGBoost dart booster: fairspec.models.boosted): no verdict on one is a verdict on the model, so
+    the property is ``unknown`` with this sentence (:meth:`LoadedModel._guard` lets it through; the
+    other properties keep theirs), never a run-level error."""
+
+
 def categorical_split_sentence(file: str, tree: int, index: int, name: str | None) -> str:
     """The one sentence for a tree model file with a split by category, the same on lint (FS506,
     fairspec.models.peek_trees.categorical_split) and in check's unknown (fairspec.models.boosted)."""
@@ -501,7 +508,7 @@ class LoadedModel(abc.ABC):
         """Run one evaluation, turning any library failure into a ModelLoadError."""
         try:
             return fn(X)
-        except ModelLoadError:
+        except (ModelLoadError, AmbiguousRuntime):
             raise
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - every library error (sys.exit too) is one sentence
             raise ModelLoadError(

@@ -74,9 +74,7 @@ def _xgb_objective(model) -> str:
 
 def _booster_predict(model, X):
     if model.format == "xgboost":
-        from fairspec.models.trees import xgb_matrix
-
-        return np.asarray(model.raw.predict(xgb_matrix(model._xgb, model.raw, X)))
+        return np.asarray(model._predict(X, False))     # a dart booster's two predict paths checked (boosted.py)
     return np.asarray(model.raw.predict(X))
 
 
@@ -119,10 +117,7 @@ def _class_outputs(model, X: np.ndarray, what: str, klass: int | None):
             return None
         if what == "class_logit":
             if fmt == "xgboost":
-                from fairspec.models.trees import xgb_matrix
-
-                z = np.asarray(model.raw.predict(xgb_matrix(model._xgb, model.raw, X), output_margin=True),
-                               dtype=np.float64)
+                z = np.asarray(model._predict(X, True), dtype=np.float64)
             else:
                 z = np.asarray(model.raw.predict(X, raw_score=True), dtype=np.float64)
             if task == "binary":
