@@ -80,20 +80,3 @@ def check_lightgbm_sum(dump) -> None:
                                        "linear tree (linear_tree=True): a leaf adds a linear function of the inputs "
                                        "to its value, which the tree encodings do not model, so it is not read as "
                                        "trees")
-
-
-def check_one_output(est, path) -> None:
-    """Raise :class:`~fairspec.models.base.ModelLoadError` for a multi-output scikit-learn model (a forest or tree
-    fitted on a 2-D ``y``, a MultiOutputClassifier: ``classes_`` is one array per output). Read as one output its two
-    outputs' class arrays passed for two classes (the loader failed on them: "can only convert an array of size 1 to a
-    Python scalar")."""
-    from .base import ModelLoadError
-
-    final = est.steps[-1][1] if hasattr(est, "steps") and getattr(est, "steps", None) else est
-    classes = getattr(est, "classes_", None)
-    k = getattr(final, "n_outputs_", 1)
-    many = isinstance(classes, list) and any(getattr(c, "ndim", 0) == 1 for c in classes)
-    if many or (isinstance(k, int) and not isinstance(k, bool) and k > 1):
-        n = len(classes) if many else k
-        raise ModelLoadError(f"{path} holds a multi-output {type(final).__name__} ({n} outputs per input); fairspec "
-                             "reads a model of one output: fit one model per output", path)

@@ -305,8 +305,6 @@ class SklearnModel(LoadedModel):
             raise ModelLoadError(f"{path} holds a {type(est).__name__}, which has no decision_function", path)
         self.method = method
         declared, kind = kind, (kind or ("prob" if method == "predict_proba" else "logit"))
-        from .sklearn_hidden import check_one_output
-        check_one_output(est, path)             # classes_ one array per output: not n_classes
         classes = getattr(est, "classes_", None)
         try:
             n_classes = None if classes is None else len(classes)
