@@ -1,0 +1,72 @@
+"""Session 35 audit (h1): how fairspec reads a scikit-learn Pipeline's preprocessing (models/sklearn_pipeline.py and
+the modules around it). Each test builds a pipeline the soundness harness never builds and compares fairspec's
+verdict with the pipeline's own predict on the same rows."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("skops")
+
+
+def _int_category_frame(n=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    g = rng.choice(["A", "B"], n)
+    df = pd.DataFrame({"a": rng.integers(0, 4, n), "g": g,
+                       "b": np.where(g == "B", rng.integers(1, 3, n), rng.integers(0, 2, n))})
+    y = ((df.a + 2 * df.b + rng.normal(0, 1, n)) > 3.5).astype(int)
+    return df, y
+
+
+INT_CATEGORY_SPEC = """data people = csv("d.csv", label = y == 1)
+features F from people {
+  a : int in [0, 3]
+  g : {A, B} protected
+  b : {0, 1, 2}
+}
+model m = sklearn("m.skops")
+property sp {
+  statistical_parity(m, groups g) <= 0.4
+}
+"""
+
+
+@pytest.mark.parametrize("encoder", ["onehot_ignore", "onehot_error", "target"])
+def test_whole_pipeline_reads_number_categories_as_numbers(tmp_path, encoder):
+    """A pipeline fairspec cannot fold (a RobustScaler) is evaluated whole on a data frame. Its encoder of b was
+    fitted on int64 0 / 1 / 2 (pandas reading the CSV) and the spec declares b : {0, 1, 2}: fairspec's frame held
+    the TEXT "0", "1", "2", unknown to the encoder -- all zeros with handle_unknown='ignore' (statistical parity
+    0.006, `holds` for <= 0.4 over its whole interval, while the pipeline's own predict on the CSV gives 0.50),
+    the overall target mean for a TargetEncoder, an evaluation failure with handle_unknown='error'. Now the frame
+    holds the encoder's own category objects."""
+    import skops.io as sio
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, RobustScaler, TargetEncoder
+
+    from fairspec.pipeline import check
+
+    df, y = _int_category_frame()
+    enc = {"onehot_ignore": lambda: OneHotEncoder(handle_unknown="ignore"),
+           "onehot_error": lambda: OneHotEncoder(), "target": lambda: TargetEncoder(random_state=0)}[encoder]()
+    pre = ColumnTransformer([("oh", OneHotEncoder(), ["g"]), ("b", enc, ["b"]), ("sc", RobustScaler(), ["a"])])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = Pipeline([("pre", pre), ("clf", LogisticRegression())]).fit(df, y)
+    df.assign(y=y).to_csv(tmp_path / "d.csv", index=False)
+    back = pd.read_csv(tmp_path / "d.csv")
+    pred = pipe.predict(back)
+    truth = abs(pred[back.g == "A"].mean() - pred[back.g == "B"].mean())
+    assert truth > 0.45                                   # far above the claim's 0.4: violated
+    sio.dump(pipe, tmp_path / "m.skops")
+    (tmp_path / "s.fair").write_text(INT_CATEGORY_SPEC)
+    rep = check(str(tmp_path / "s.fair"))
+    assert rep.error is None, rep.error
+    (v,) = rep.verdicts
+    assert v.status == "violated", (v.status, v.value, v.reason)
+    assert v.value == pytest.approx(truth, abs=1e-12)
