@@ -70,3 +70,71 @@ def test_whole_pipeline_reads_number_categories_as_numbers(tmp_path, encoder):
     (v,) = rep.verdicts
     assert v.status == "violated", (v.status, v.value, v.reason)
     assert v.value == pytest.approx(truth, abs=1e-12)
+
+
+FLOAT32_SPEC = """features F {
+  g : {A, B} protected
+  c : {p, q}
+}
+model m = sklearn("m.skops")
+property lb {
+  forall x, x' : F
+  require x.* == x'.* except {g}
+  ensure label(m(x)) == label(m(x'))
+}
+"""
+
+
+def _float32_pipeline(final):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"g": rng.choice(["A", "B"], 200), "c": rng.choice(["p", "q"], 200)})
+    y = ((df.c == "q") ^ (rng.random(200) < 0.2)).astype(int)
+    pre = ColumnTransformer([("oh", OneHotEncoder(dtype=np.float32), ["g", "c"])])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Pipeline([("pre", pre), ("clf", final)]).fit(df, y)
+
+
+@pytest.mark.parametrize("enumerate_pairs", ["1", "0"])
+def test_float32_column_transformer_output_is_not_scored_in_float64(tmp_path, monkeypatch, enumerate_pairs):
+    """Every output of the ColumnTransformer float32 (OneHotEncoder(dtype=np.float32)): np.hstack keeps float32,
+    the LogisticRegression is fitted on float32 (coef_ float32) and computes its decision in float32. Weights on
+    (gA, gB, cp, cq) 2^-25, 2^-23, 1, 5 and intercept -1: at c = p, in float64 the decision is 2^-25 (g = A) and
+    2^-23 (g = B), label 1 both, and fairspec said `holds (proved)` (enumeration and solvers); in float32
+    1 + 2^-25 rounds to 1 (in any order: two nonzero terms), so it is 0 (A: label 0) and 2^-23 (B: label 1):
+    violated. Now the pipeline is evaluated whole (its own predict), not folded."""
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+
+    from fairspec.pipeline import check
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", enumerate_pairs)
+    pipe = _float32_pipeline(LogisticRegression())
+    lr = pipe.steps[-1][1]
+    lr.coef_[0, :] = [2.0 ** -25, 2.0 ** -23, 1.0, 5.0]
+    lr.intercept_[:] = -1.0
+    frame = pd.DataFrame({"g": ["A", "B"], "c": ["p", "p"]})
+    assert list(pipe.predict(frame)) == [0, 1]                       # the runtime: violated
+    assert pipe.decision_function(frame).dtype == np.float32
+    sio.dump(pipe, tmp_path / "m.skops")
+    (tmp_path / "s.fair").write_text(FLOAT32_SPEC)
+    rep = check(str(tmp_path / "s.fair"))
+    (v,) = rep.verdicts
+    assert v.status in ("violated", "unknown"), (v.status, v.reason)
+
+
+def test_float32_column_transformer_output_before_a_tree_still_folds():
+    """A tree model compares float32 values anyway: one-hot 0 / 1 handed as float32 are the same numbers, and the
+    pipeline stays folded (its trees read by the tree backends)."""
+    import skops.io as sio
+    from sklearn.tree import DecisionTreeClassifier
+
+    from fairspec.models.sklearn_pipeline import fold
+
+    f = fold(_float32_pipeline(DecisionTreeClassifier(max_depth=2, random_state=0)))
+    assert f.unfoldable == ()
+    del sio

@@ -24,10 +24,9 @@ from __future__ import annotations
 ROWS = 3        # a batch of more than one row: one row is row- and column-major at once
 
 
-def probe(pipe, folded) -> str:
-    """``"F"`` (column-major), ``"C"`` (row-major) or a scipy sparse format (``"csr"``): how the pipeline's
-    preprocessing lays out a batch of rows of the frame ``unfold`` builds (numbers float64, categories as
-    the pipeline's own values). ``"C"`` where its transform of those rows fails (it then fails on any)."""
+def _transformed(pipe, folded):
+    """The pipeline's preprocessing of :data:`ROWS` rows of the frame ``unfold`` builds (numbers float64,
+    categories as the pipeline's own values), or None where its transform of them fails (it then fails on any)."""
     import warnings
 
     import numpy as np
@@ -42,13 +41,41 @@ def probe(pipe, folded) -> str:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            t = pipe[:-1].transform(unfold(folded, X))
+            return pipe[:-1].transform(unfold(folded, X))
     except Exception:  # noqa: BLE001 - the pipeline's own predict raises the same on any frame
+        return None
+
+
+def probe(pipe, folded) -> str:
+    """``"F"`` (column-major), ``"C"`` (row-major) or a scipy sparse format (``"csr"``): how the pipeline's
+    preprocessing lays out a batch of rows of the frame ``unfold`` builds (numbers float64, categories as
+    the pipeline's own values). ``"C"`` where its transform of those rows fails (it then fails on any)."""
+    import numpy as np
+
+    t = _transformed(pipe, folded)
+    if t is None:
         return "C"
     if hasattr(t, "format") and hasattr(t, "toarray"):
         return str(t.format)
     t = np.asarray(t)
     return "F" if t.ndim == 2 and t.flags.f_contiguous and not t.flags.c_contiguous else "C"
+
+
+def narrow_float(pipe, folded) -> str | None:
+    """The name of the floating-point type narrower than float64 the pipeline's preprocessing hands its
+    estimator (``"float32"``: every transformer's output is float32, e.g. encoders with ``dtype=np.float32``,
+    so ``np.hstack`` keeps float32; a linear model or an MLP then computes in float32), or None (float64,
+    integers, or a transform that fails)."""
+    import numpy as np
+
+    t = _transformed(pipe, folded)
+    if t is None:
+        return None
+    dtype = np.dtype(getattr(t, "dtype", None) or np.asarray(t).dtype) if not hasattr(t, "dtypes") else \
+        np.result_type(*[np.dtype(d) if isinstance(d, np.dtype) else np.float64 for d in t.dtypes])
+    if np.issubdtype(dtype, np.floating) and np.finfo(dtype).bits < 64:
+        return str(dtype)
+    return None
 
 
 def laid_out(X, layout: str):
