@@ -138,3 +138,52 @@ def test_float32_column_transformer_output_before_a_tree_still_folds():
     f = fold(_float32_pipeline(DecisionTreeClassifier(max_depth=2, random_state=0)))
     assert f.unfoldable == ()
     del sio
+
+
+WEIGHTED_CODE_SPEC = """features F {
+  g : {A, B} protected
+  b : int in [0, 2]
+}
+model m = sklearn("m.skops")
+property lb {
+  forall x, x' : F
+  require x.* == x'.* except {g}
+  ensure label(m(x)) == label(m(x'))
+}
+"""
+
+
+@pytest.mark.parametrize("enumerate_pairs", ["1", "0"])
+def test_float32_codes_times_a_transformer_weight_are_read_in_float32(tmp_path, monkeypatch, enumerate_pairs):
+    """OrdinalEncoder(dtype=np.float32) under transformer_weights 0.1: the ColumnTransformer computes code * 0.1 in
+    float32 (a float32 array times a Python float stays float32), B's code 1 * 0.1 = float32(0.1) =
+    0.10000000149..., widened exactly in the float64 output (a StandardScaler beside it). fairspec's code table
+    said 0.1. With the LR's weight 1 on the code and intercept -0.100000001: fairspec's decision at B was
+    negative like A's (`holds (proved)`), the pipeline's own positive: violated."""
+    import skops.io as sio
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OrdinalEncoder, StandardScaler
+
+    from fairspec.pipeline import check
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", enumerate_pairs)
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"g": rng.choice(list("AB"), 200), "b": rng.integers(0, 3, 200)})
+    y = (rng.random(200) < 0.5).astype(int)
+    pre = ColumnTransformer([("o", OrdinalEncoder(dtype=np.float32), ["g"]), ("s", StandardScaler(), ["b"])],
+                            transformer_weights={"o": 0.1})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = Pipeline([("pre", pre), ("clf", LogisticRegression())]).fit(df, y)
+    lr = pipe.steps[-1][1]
+    lr.coef_[0, :] = [1.0, 0.0]
+    lr.intercept_[:] = -0.100000001
+    assert list(pipe.predict(pd.DataFrame({"g": ["A", "B"], "b": [0, 0]}))) == [0, 1]     # the runtime: violated
+    sio.dump(pipe, tmp_path / "m.skops")
+    (tmp_path / "s.fair").write_text(WEIGHTED_CODE_SPEC)
+    rep = check(str(tmp_path / "s.fair"))
+    assert not rep.has_errors, rep.diagnostics
+    (v,) = rep.verdicts
+    assert v.status in ("violated", "unknown"), (v.status, v.reason)
