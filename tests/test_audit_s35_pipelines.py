@@ -130,14 +130,13 @@ def test_float32_column_transformer_output_is_not_scored_in_float64(tmp_path, mo
 def test_float32_column_transformer_output_before_a_tree_still_folds():
     """A tree model compares float32 values anyway: one-hot 0 / 1 handed as float32 are the same numbers, and the
     pipeline stays folded (its trees read by the tree backends)."""
-    import skops.io as sio
     from sklearn.tree import DecisionTreeClassifier
 
+    from fairspec.models.pipeline_layout import narrow_handoff
     from fairspec.models.sklearn_pipeline import fold
 
-    f = fold(_float32_pipeline(DecisionTreeClassifier(max_depth=2, random_state=0)))
-    assert f.unfoldable == ()
-    del sio
+    pipe = _float32_pipeline(DecisionTreeClassifier(max_depth=2, random_state=0))
+    assert narrow_handoff(pipe, fold(pipe)).unfoldable == ()
 
 
 WEIGHTED_CODE_SPEC = """features F {

@@ -91,3 +91,33 @@ def laid_out(X, layout: str):
     # the ColumnTransformer's sparse.hstack(...).tocsr(): the nonzero entries of each row in column order
     # (a dense block's zeros dropped), as csr_matrix of the dense rows stores them
     return sp.csr_matrix(np.asarray(X, dtype=np.float64)).asformat(layout)
+
+
+def narrow_handoff(pipe, out):
+    """The folded pipeline ``out`` (``sklearn_pipeline.fold``) evaluated whole where its ColumnTransformer hands
+    the estimator float32 (:func:`narrow_float`): a linear model or an MLP then computes in float32
+    (predict_proba float32), which fairspec's float64 rows and the solvers' float64 reading do not model. A tree
+    model (it compares float32 values, or float64 ones exactly widened) keeps the fold where every column is a
+    one-hot block or a code table of whole numbers, exact in any float width."""
+    from dataclasses import replace
+
+    from .sklearn_pipeline import _is_tree
+
+    cand = out if not out.unfoldable else out.clipped
+    if cand is None:
+        return out
+    width = narrow_float(pipe, cand)
+    if width is None:
+        return out
+    exact = all((c.kind == "onehot" and c.weight is None) or
+                (c.kind == "code" and all(float(k).is_integer() and abs(k) < 2 ** 11 for k in c.codes))
+                for c in cand.columns)
+    est = cand.runtime if cand.runtime is not None else cand.final
+    if exact and _is_tree(est):
+        return out
+    ct = next((n for n, s in pipe.steps if type(s).__name__ == "ColumnTransformer"), "preprocessing")
+    why = (f"ColumnTransformer '{ct}' (it hands the {type(est).__name__} {width} rows: every transformer's output is "
+           f"{width}, and the estimator then computes in {width}, while fairspec reads it in float64; give its "
+           f"encoders dtype=np.float64)")
+    return replace(out, final=est, unfoldable=out.unfoldable + (why,), clipped=None, keep=None, runtime=None,
+                   scale=None, merged=None)

@@ -258,7 +258,9 @@ class SklearnModel(LoadedModel):
 
         if is_pipeline(est):
             try:
-                folded = fold(est)
+                from .pipeline_layout import narrow_handoff
+
+                folded = narrow_handoff(est, fold(est))
             except Exception as exc:  # noqa: BLE001 - an unusual pipeline: one sentence
                 raise ModelLoadError(f"the pipeline in {path} could not be read: {short_error(exc)}", path) from exc
             self.pipeline, self.folded = est, folded

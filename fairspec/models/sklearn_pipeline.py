@@ -22,7 +22,7 @@ is evaluated whole, on the columns an encode block writes, as before), and whose
 final estimator is XGBoost's (a sparse one's absent entries are missing values to XGBoost, the dense encoding's 0
 is not), and whose output is float64 unless the final estimator is a tree model reading one-hot blocks and whole
 codes (every output float32 -- encoders with ``dtype=np.float32`` -- makes a linear model or an MLP compute in
-float32, :func:`_narrow_handoff`). Anything else is listed in ``Folded.unfoldable``, one
+float32, ``pipeline_layout.narrow_handoff``, applied by the loader). Anything else is listed in ``Folded.unfoldable``, one
 phrase per transformer, and the pipeline is evaluated as a whole (its own ``predict_proba``).
 
 Imports scikit-learn only through the estimator objects it is handed.
@@ -467,43 +467,10 @@ def fold(pipe) -> Folded:
     first = next((s for _, s in pipe.steps[:-1] if s is not None and not isinstance(s, str)), None)
     if type(first).__name__ != "ColumnTransformer":
         return out
-    out = _narrow_handoff(pipe, out)
     encs = _encoders(first, out.inputs)
     named = bool(len(getattr(pipe, "feature_names_in_", ())))
     clipped = out.clipped if out.clipped is None else replace(out.clipped, encoders=encs, named=named)
     return replace(out, encoders=encs, clipped=clipped, named=named)
-
-
-def _narrow_handoff(pipe, out: Folded) -> Folded:
-    """``out`` evaluated whole where the ColumnTransformer hands the estimator float32 (every transformer's
-    output float32, e.g. encoders with ``dtype=np.float32``): a linear model or an MLP then computes in
-    float32 (predict_proba float32), which fairspec's float64 rows and the solvers' float64 reading do not
-    model. A tree model (it compares float32 values, or float64 ones exactly widened) keeps the fold where
-    every column is a one-hot block or a code table of whole numbers, exact in any float width."""
-    from dataclasses import replace
-
-    from .pipeline_layout import narrow_float
-
-    cand = out if not out.unfoldable else out.clipped
-    if cand is None:
-        return out
-    width = narrow_float(pipe, cand)
-    if width is None:
-        return out
-    exact = all((c.kind == "onehot" and c.weight is None) or
-                (c.kind == "code" and all(float(k).is_integer() and abs(k) < 2 ** 11 for k in c.codes))
-                for c in cand.columns)
-    est = cand.runtime if cand.runtime is not None else cand.final
-    if exact and _is_tree(est):
-        return out
-    why = (f"ColumnTransformer '{_ct_name(pipe)}' (it hands the {type(est).__name__} {width} rows: every "
-           f"transformer's output is {width}, and the estimator then computes in {width}, while fairspec reads it "
-           f"in float64; give its encoders dtype=np.float64)")
-    return Folded(out.columns, out.width, est, out.inputs, out.unfoldable + (why,), out.dropped)
-
-
-def _ct_name(pipe) -> str:
-    return next((n for n, s in pipe.steps if type(s).__name__ == "ColumnTransformer"), "preprocessing")
 
 
 def _fold(pipe) -> Folded:
