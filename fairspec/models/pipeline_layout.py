@@ -24,10 +24,9 @@ from __future__ import annotations
 ROWS = 3        # a batch of more than one row: one row is row- and column-major at once
 
 
-def probe(pipe, folded) -> str:
-    """``"F"`` (column-major), ``"C"`` (row-major) or a scipy sparse format (``"csr"``): how the pipeline's
-    preprocessing lays out a batch of rows of the frame ``unfold`` builds (numbers float64, categories as
-    the pipeline's own values). ``"C"`` where its transform of those rows fails (it then fails on any)."""
+def _transformed(pipe, folded):
+    """The pipeline's preprocessing of :data:`ROWS` rows of the frame ``unfold`` builds (numbers float64,
+    categories as the pipeline's own values), or None where its transform of them fails (it then fails on any)."""
     import warnings
 
     import numpy as np
@@ -42,13 +41,41 @@ def probe(pipe, folded) -> str:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            t = pipe[:-1].transform(unfold(folded, X))
+            return pipe[:-1].transform(unfold(folded, X))
     except Exception:  # noqa: BLE001 - the pipeline's own predict raises the same on any frame
+        return None
+
+
+def probe(pipe, folded) -> str:
+    """``"F"`` (column-major), ``"C"`` (row-major) or a scipy sparse format (``"csr"``): how the pipeline's
+    preprocessing lays out a batch of rows of the frame ``unfold`` builds (numbers float64, categories as
+    the pipeline's own values). ``"C"`` where its transform of those rows fails (it then fails on any)."""
+    import numpy as np
+
+    t = _transformed(pipe, folded)
+    if t is None:
         return "C"
     if hasattr(t, "format") and hasattr(t, "toarray"):
         return str(t.format)
     t = np.asarray(t)
     return "F" if t.ndim == 2 and t.flags.f_contiguous and not t.flags.c_contiguous else "C"
+
+
+def narrow_float(pipe, folded) -> str | None:
+    """The name of the floating-point type narrower than float64 the pipeline's preprocessing hands its
+    estimator (``"float32"``: every transformer's output is float32, e.g. encoders with ``dtype=np.float32``,
+    so ``np.hstack`` keeps float32; a linear model or an MLP then computes in float32), or None (float64,
+    integers, or a transform that fails)."""
+    import numpy as np
+
+    t = _transformed(pipe, folded)
+    if t is None:
+        return None
+    dtype = np.dtype(getattr(t, "dtype", None) or np.asarray(t).dtype) if not hasattr(t, "dtypes") else \
+        np.result_type(*[np.dtype(d) if isinstance(d, np.dtype) else np.float64 for d in t.dtypes])
+    if np.issubdtype(dtype, np.floating) and np.finfo(dtype).bits < 64:
+        return str(dtype)
+    return None
 
 
 def laid_out(X, layout: str):
@@ -64,3 +91,33 @@ def laid_out(X, layout: str):
     # the ColumnTransformer's sparse.hstack(...).tocsr(): the nonzero entries of each row in column order
     # (a dense block's zeros dropped), as csr_matrix of the dense rows stores them
     return sp.csr_matrix(np.asarray(X, dtype=np.float64)).asformat(layout)
+
+
+def narrow_handoff(pipe, out):
+    """The folded pipeline ``out`` (``sklearn_pipeline.fold``) evaluated whole where its ColumnTransformer hands
+    the estimator float32 (:func:`narrow_float`): a linear model or an MLP then computes in float32
+    (predict_proba float32), which fairspec's float64 rows and the solvers' float64 reading do not model. A tree
+    model (it compares float32 values, or float64 ones exactly widened) keeps the fold where every column is a
+    one-hot block or a code table of whole numbers, exact in any float width."""
+    from dataclasses import replace
+
+    from .sklearn_pipeline import _is_tree
+
+    cand = out if not out.unfoldable else out.clipped
+    if cand is None:
+        return out
+    width = narrow_float(pipe, cand)
+    if width is None:
+        return out
+    exact = all((c.kind == "onehot" and c.weight is None) or
+                (c.kind == "code" and all(float(k).is_integer() and abs(k) < 2 ** 11 for k in c.codes))
+                for c in cand.columns)
+    est = cand.runtime if cand.runtime is not None else cand.final
+    if exact and _is_tree(est):
+        return out
+    ct = next((n for n, s in pipe.steps if type(s).__name__ == "ColumnTransformer"), "preprocessing")
+    why = (f"ColumnTransformer '{ct}' (it hands the {type(est).__name__} {width} rows: every transformer's output is "
+           f"{width}, and the estimator then computes in {width}, while fairspec reads it in float64; give its "
+           f"encoders dtype=np.float64)")
+    return replace(out, final=est, unfoldable=out.unfoldable + (why,), clipped=None, keep=None, runtime=None,
+                   scale=None, merged=None)

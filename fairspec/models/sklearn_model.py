@@ -259,7 +259,9 @@ class SklearnModel(LoadedModel):
 
         if is_pipeline(est):
             try:
-                folded = fold(est)
+                from .pipeline_layout import narrow_handoff
+
+                folded = narrow_handoff(est, fold(est))
             except Exception as exc:  # noqa: BLE001 - an unusual pipeline: one sentence
                 raise ModelLoadError(f"the pipeline in {path} could not be read: {short_error(exc)}", path) from exc
             self.pipeline, self.folded = est, folded
@@ -412,10 +414,12 @@ class SklearnModel(LoadedModel):
             f = fs.get(c.feature) if fs is not None else None
             cats = None
             if c.kind == "code":
+                from .pipeline_frame import frame_column
+
                 order = sorted(range(len(c.categories)), key=lambda i: c.codes[i])
-                cats = [c.categories[i] for i in order]
-                if f is not None and f.domain.kind == "bool":
-                    cats = [x == "true" for x in cats]
+                # the objects the pipeline was fitted on (an int 0 for the declared 0), not the names
+                cats = frame_column(self.pipeline, f.column if f is not None else c.feature,
+                                    [c.categories[i] for i in order], f is not None and f.domain.kind == "bool")
             binding.append((f.column if f is not None else c.feature, c.offset, cats))
         self._frame = binding
         self.input_width = enc.width
@@ -598,7 +602,7 @@ class SklearnModel(LoadedModel):
         cols = {name: np.full(n, np.nan) for name in self.folded.inputs}
         for name, offset, cats in self._frame:
             v = X[:, offset]
-            cols[name] = v if cats is None else np.asarray(cats, dtype=object)[v.astype(np.int64)]
+            cols[name] = v if cats is None else cats[v.astype(np.int64)]
         return pd.DataFrame(cols, columns=list(self.folded.inputs))
 
     def tree_ensemble(self):

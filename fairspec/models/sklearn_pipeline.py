@@ -20,7 +20,9 @@ domain holds no such value) alone or as the first steps of a nested pipeline bef
 computes the weighted output exactly, :func:`_weighted`) (a pipeline without one
 is evaluated whole, on the columns an encode block writes, as before), and whose output is dense when the
 final estimator is XGBoost's (a sparse one's absent entries are missing values to XGBoost, the dense encoding's 0
-is not). Anything else is listed in ``Folded.unfoldable``, one
+is not), and whose output is float64 unless the final estimator is a tree model reading one-hot blocks and whole
+codes (every output float32 -- encoders with ``dtype=np.float32`` -- makes a linear model or an MLP compute in
+float32, ``pipeline_layout.narrow_handoff``, applied by the loader). Anything else is listed in ``Folded.unfoldable``, one
 phrase per transformer, and the pipeline is evaluated as a whole (its own ``predict_proba``).
 
 Imports scikit-learn only through the estimator objects it is handed.
@@ -381,7 +383,20 @@ def _power_of_two(w: float) -> bool:
     return m == 0.5 and -60 <= e <= 60
 
 
-def _weighted(columns: list[FoldedColumn], weight, name: str, kind: str = "") -> list[FoldedColumn] | str:
+def _out_dtype(trans):
+    """The dtype of a ColumnTransformer entry's codes: its OrdinalEncoder's ``dtype`` (the last step of a nested
+    pipeline), else float64."""
+    import numpy as np
+
+    steps = [s for _, s in getattr(trans, "steps", [])] or [trans]
+    try:
+        return np.dtype(getattr(steps[-1], "dtype", np.float64)) if type(steps[-1]).__name__ == "OrdinalEncoder" \
+            else np.dtype(np.float64)
+    except TypeError:
+        return np.dtype(np.float64)
+
+
+def _weighted(columns: list[FoldedColumn], weight, name: str, kind: str = "", dtype=None) -> list[FoldedColumn] | str:
     """The columns of a ColumnTransformer entry whose output ``transform`` multiplies by ``weight``
     (``res * weight``, float64), folded where one encoding computes exactly that product: a number passed
     through as ``minmax`` with scale ``weight`` and shift 0 (``v * w + 0``); a code table with each code
@@ -406,8 +421,10 @@ def _weighted(columns: list[FoldedColumn], weight, name: str, kind: str = "") ->
         if c.kind == "raw":
             out.append(replace(c, kind="minmax", scale=w, shift=0.0))
         elif c.kind == "code":
-            codes = c.codes or tuple(float(i) for i in range(len(c.categories)))
-            out.append(replace(c, codes=tuple(float(np.float64(k) * w) for k in codes)))
+            # as transform computes it: the encoder's codes in its own dtype times the weight as given (a float32
+            # code times a Python float stays float32: OrdinalEncoder(dtype=np.float32))
+            codes = np.asarray(c.codes or tuple(float(i) for i in range(len(c.categories))), dtype=dtype or np.float64)
+            out.append(replace(c, codes=tuple(float(k) for k in np.asarray(codes * weight, dtype=np.float64))))
         elif c.kind == "standard" and _power_of_two(w):
             out.append(replace(c, std=c.std / w))
         elif c.kind == "minmax" and c.clip is None and c.scale is not None and _power_of_two(w):
@@ -488,7 +505,7 @@ def _fold(pipe) -> Folded:
             weight = (getattr(ct, "transformer_weights", None) or {}).get(tname, 1)
             got = _fold_one(tname, trans, names, sl.start, sl.stop - sl.start)
             if weight != 1 and not isinstance(got, str):    # transform multiplies this entry's output by it
-                got = _weighted(got, weight, tname, _step_kind(trans))
+                got = _weighted(got, weight, tname, _step_kind(trans), _out_dtype(trans))
             if isinstance(got, str):
                 bad.append(got)
             else:
