@@ -1,0 +1,57 @@
+"""Session 35 audit of how check reads data files into labels, where filters and groups (brief h5).
+Truth: pandas reading the same file, and the metric computed on it by plain numpy."""
+
+from __future__ import annotations
+
+import pytest
+
+SPEC = """\
+data log = csv("{csv}", label = outcome == "1"{where})
+
+features P from log {{
+  sex : {{F, M}}  protected
+}}
+
+model s = predictions(log, decision = "approved")
+
+property acc {{ accuracy_difference(s, groups sex) <= 0.05 }}
+"""
+
+
+def _check(tmp_path, rows: str, where: str = ""):
+    from fairspec.pipeline import check
+
+    csv = tmp_path / "log.csv"
+    csv.write_text(rows)
+    spec = tmp_path / "t.fair"
+    spec.write_text(SPEC.format(csv=csv, where=where))
+    rep = check(spec)
+    assert not rep.has_errors and not rep.internal_errors, ([d.message for d in rep.diagnostics], rep.internal_errors)
+    return {v.name: v for v in rep.verdicts}
+
+
+# every row is decided right: F approved with label "1", M refused with label "0" (accuracy 1 in both groups);
+# the first rows hold "x" in outcome (lint types the column as text, so `outcome == "1"` compares text)
+ROWS = ("sex,approved,outcome,kind\n" + "F,1,x,b\nM,0,x,b\n" * 3 + "F,1,1,a\nM,0,0,a\n" * 600)
+
+
+def test_a_label_comparing_text_reads_the_column_as_text_in_a_streamed_batch_of_numbers(tmp_path, monkeypatch):
+    # streamed in batches of 500 rows: the later batches hold only "1" / "0" in outcome. Read as numbers
+    # there, `outcome == "1"` (a float against a string) was false on every row: F's accuracy fell to
+    # ~0 and accuracy_difference was violated; pandas reads the column as text and both accuracies are ~1
+    from fairspec.runtime import columnar
+
+    monkeypatch.setattr(columnar, "STREAM_ROWS", 10)
+    monkeypatch.setattr(columnar, "BATCH_ROWS", 500)
+    v = _check(tmp_path, ROWS)["acc"]
+    assert v.status != "violated", (v.status, v.value, v.reason)
+    assert v.value == pytest.approx(3 / 603, abs=1e-9), v.value   # F: 3 of 603 wrong ("x" rows), M: 3 of 603 right
+
+
+def test_a_where_comparing_text_and_a_label_after_it_read_the_columns_as_text(tmp_path):
+    # the where drops the "x" rows: outcome then holds only numbers, and the label read it as numbers
+    # (false on every row): F's accuracy 0, M's 1, violated. pandas: df[df.kind == "a"].outcome == "1" holds on
+    # F's 600 rows, both accuracies are 1
+    v = _check(tmp_path, ROWS, where=', where = kind == "a"')["acc"]
+    assert v.status == "holds", (v.status, v.value, v.reason)
+    assert v.value == 0.0
