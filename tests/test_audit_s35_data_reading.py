@@ -55,3 +55,55 @@ def test_a_where_comparing_text_and_a_label_after_it_read_the_columns_as_text(tm
     v = _check(tmp_path, ROWS, where=', where = kind == "a"')["acc"]
     assert v.status == "holds", (v.status, v.value, v.reason)
     assert v.value == 0.0
+
+
+NAN_SPEC = """\
+data log = {fmt}("{path}", label = outcome == 1{missing})
+
+features P from log {{
+  sex : {{F, M}}  protected
+}}
+
+model s = predictions(log, decision = "approved")
+
+property acc {{ accuracy_difference(s, groups sex) <= 0.05 }}
+"""
+
+
+def _nan_check(tmp_path, fmt: str, missing: str = ""):
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from fairspec.pipeline import check
+
+    # F and M approved and labelled 1 (accuracy 1); 300 more F rows approved with a NaN label, which pandas
+    # reads as NaN (read_csv's "nan", a Parquet NaN): a missing label, never a negative one
+    sex = ["F", "M"] * 600 + ["F"] * 300
+    outcome = [1.0] * 1200 + [np.nan] * 300
+    path = tmp_path / f"log.{fmt}"
+    if fmt == "csv":
+        pd.DataFrame({"sex": sex, "approved": 1, "outcome": outcome}).to_csv(path, index=False, na_rep="nan")
+    else:   # pyarrow keeps a NaN a NaN (from_pandas would write a null)
+        pq.write_table(pa.table({"sex": sex, "approved": [1] * 1500, "outcome": pa.array(outcome, pa.float64())}),
+                       path)
+    spec = tmp_path / "t.fair"
+    spec.write_text(NAN_SPEC.format(fmt=fmt, path=path, missing=missing))
+    return check(spec)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_a_nan_cell_the_label_reads_as_a_number_is_never_a_negative_label(tmp_path, fmt):
+    # it was: outcome == 1 false on the 300 NaN rows, F's accuracy 0.667, accuracy_difference violated
+    rep = _nan_check(tmp_path, fmt)
+    assert rep.has_errors, [(v.name, v.status, v.value) for v in rep.verdicts]
+    text = " ".join([d.message for d in rep.diagnostics] + [str(rep.error or "")])
+    assert "'outcome'" in text and "NaN" in text and "missing" in text, text
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_a_nan_listed_as_missing_drops_those_rows(tmp_path, fmt):
+    rep = _nan_check(tmp_path, fmt, missing=', missing = {outcome: ["nan"]}')
+    assert not rep.has_errors, [d.message for d in rep.diagnostics]
+    v = {v.name: v for v in rep.verdicts}["acc"]
+    assert v.value == 0.0 and v.status != "violated", (v.status, v.value, v.reason)

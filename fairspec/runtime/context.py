@@ -13,7 +13,7 @@ from fairspec import ir
 from fairspec.runtime import encoding as enc_mod, job_clock
 from fairspec.runtime.data import DataError, Table
 from fairspec.runtime.evaluate import evaluate
-from fairspec.runtime.label_text import LabelCells, WhereText, compared_text, text_as_number
+from fairspec.runtime.label_text import LabelCells, WhereText, compared_text, nan_as_number, text_as_number
 from fairspec.runtime.frame import Frame, build_frame
 
 
@@ -246,6 +246,8 @@ class Context:
                     held.check()
                     if (bad := text_as_number(d, "where", d.where, t)) is not None:
                         raise bad
+                    if (bad := nan_as_number(d, "where", d.where, t)) is not None:
+                        raise bad
                     keep = evaluate(d.where, _lookup(t, d.where), t.n_rows)
                     t = t.subset(keep)
             if t.n_rows == 0:
@@ -310,6 +312,8 @@ class Context:
                 held.add(t)
                 if d.where is not None:
                     if (bad := text_as_number(d, "where", d.where, t)) is not None:
+                        raise bad
+                    if (bad := nan_as_number(d, "where", d.where, t)) is not None:
                         raise bad
                     t = t.subset(evaluate(d.where, _lookup(t, d.where), t.n_rows))
                 if t.n_rows == 0:
@@ -407,6 +411,8 @@ def _rows_of(fs: ir.FeatureSet, d: ir.Data, t: Table) -> Rows:
     labels = None
     if d.label is not None:
         if (bad := text_as_number(d, "label", d.label, t)) is not None:
+            raise bad
+        if (bad := nan_as_number(d, "label", d.label, t, ok)) is not None:
             raise bad
         labels = evaluate(d.label, _lookup(t, d.label), t.n_rows)[ok]
     return Rows(frame, labels, t, np.flatnonzero(ok))
