@@ -107,3 +107,33 @@ def test_a_nan_listed_as_missing_drops_those_rows(tmp_path, fmt):
     assert not rep.has_errors, [d.message for d in rep.diagnostics]
     v = {v.name: v for v in rep.verdicts}["acc"]
     assert v.value == 0.0 and v.status != "violated", (v.status, v.value, v.reason)
+
+
+DECISION_SPEC = """\
+data log = csv("{path}", label = outcome == 1)
+
+features P from log {{
+  sex : {{F, M}}  protected
+}}
+
+model s = predictions(log, {model})
+
+property sp {{ statistical_parity(s, groups sex) <= 0.05 }}
+"""
+
+
+@pytest.mark.parametrize("model,extra", [('decision = "approved", positive = "1"', "F,nan,1,0.9\n"),
+                                         ('score = "sc", threshold = 0.5', "F,1,1,NaN\n")])
+def test_a_nan_logged_decision_or_score_is_never_a_negative_decision(tmp_path, model, extra):
+    # 300 F rows whose decision (or score) is NaN: compared (NaN == 1, NaN > 0.5), each was a negative
+    # decision -- statistical_parity 0.333, violated, where pandas reads a missing value and the rest agree
+    from fairspec.pipeline import check
+
+    path = tmp_path / "log.csv"
+    path.write_text("sex,approved,outcome,sc\n" + "F,1,1,0.9\nM,1,1,0.9\n" * 600 + extra * 300)
+    spec = tmp_path / "t.fair"
+    spec.write_text(DECISION_SPEC.format(path=path, model=model))
+    rep = check(spec)
+    assert rep.has_errors, [(v.name, v.status, v.value) for v in rep.verdicts]
+    text = " ".join([d.message for d in rep.diagnostics] + [str(rep.error or "")])
+    assert "NaN" in text and "missing = {" in text, text

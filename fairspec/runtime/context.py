@@ -31,6 +31,17 @@ class Rows:
         num = self.table.numeric(column)
         return None if num is None else num[self.index]
 
+    def decided_numbers(self, column: str, what: str) -> np.ndarray | None:
+        """``numeric(column)`` for a column read as a decision (a score against a threshold, a number against
+        ``positive``): a NaN there is a DataError naming the missing = {...} that drops it (NaN > 0.5 is false:
+        a negative decision, where pandas reads a missing value)."""
+        from fairspec.runtime.label_text import nan_cells
+
+        num = self.numeric(column)
+        if num is not None and (err := nan_cells(self.table, column, self.index, self.table.path, what)):
+            raise err
+        return num
+
     def truthy(self, column: str, positive: str | None = None) -> np.ndarray:
         """A logged decision column as 0/1 aligned with the rows. ``positive``: the value the spec names the
         positive decision (a number column compares it as a number). Without it every value must say
@@ -45,6 +56,7 @@ class Rows:
             if num is not None and column in self.table.booleans:   # the text lint read: "True" / "False"
                 return (num == (1.0 if positive == "True" else 0.0 if positive == "False" else np.nan)).astype(np.int64)
             if num is not None and is_number(positive):
+                num = self.decided_numbers(column, f"read as decisions, positive = {positive}")
                 return (num == float(positive)).astype(np.int64)
             codes, cats = self.table.coded(column)
             hit = np.array([str(c).strip() == positive for c in cats], dtype=bool)

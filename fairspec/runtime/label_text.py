@@ -246,31 +246,36 @@ def nan_as_number(d: ir.Data, what: str, x, t, index=None):
     of the rows ``index`` (all when None): a CSV cell "nan" / "NaN", a Parquet NaN. Compared, it made the row
     a negative label (NaN == 1 is false; an empty cell is a missing value and drops the row), where pandas
     reads each as the same missing value; None otherwise."""
+    for col, v in dict.fromkeys(numbers_read(x)):
+        if col in t.columns and col not in t.booleans and (err := nan_cells(t, col, index, d.path, (
+                f"the {what} reads, where the {what} " +
+                (f"compares it with the number {_spec_number(v)}" if v is not None else "computes with it")))):
+            return err
+    return None
+
+
+def nan_cells(t, col: str, index, path, where: str):
+    """The DataError for a number column ``col`` of ``t`` holding NaN on one of the rows ``index`` (all when
+    None): ``where`` says what reads it ("the label reads, where ..."); None when it holds none (or is text)."""
     import numpy as np
 
     from fairspec.runtime.data import DataError
 
-    for col, v in dict.fromkeys(numbers_read(x)):
-        if col not in t.columns or col in t.booleans:
-            continue
-        num = t.numeric(col)
-        if num is None:
-            continue
-        nan = np.isnan(num if index is None else num[index])
-        if not nan.any():
-            continue
-        c = t.columns[col]
-        shown, texts = "NaN", ["nan"]                 # a number column's NaN: "nan" lists it as missing
-        if not isinstance(c, np.ndarray):   # a CSV column: the cells' own text, each listed as written
-            texts = sorted({str(s) for s in c.categories if _is_nan_text(str(s))}) or texts
-            shown = "NaN (" + ", ".join(literals.string(s) for s in texts[:3]) + ")"
-        against = f"compares it with the number {_spec_number(v)}" if v is not None else "computes with it"
-        return DataError(f"data file {d.path} column {col!r} holds {shown} in {int(nan.sum())} of the rows the {what} "
-                         f"reads, where the {what} {against}: a NaN is a missing value (pandas reads it as one; "
-                         f"compared, it counted as false), so list it as missing, missing = "
-                         f"{{{literals.name_or_string(col)}: [{', '.join(literals.string(s) for s in texts[:3])}]}}, or correct "
-                         f"the file", d.path)
-    return None
+    num = t.numeric(col)
+    if num is None:
+        return None
+    nan = np.isnan(num if index is None else num[index])
+    if not nan.any():
+        return None
+    c = t.columns[col]
+    shown, texts = "NaN", ["nan"]                 # a number column's NaN: "nan" lists it as missing
+    if not isinstance(c, np.ndarray):   # a CSV column: the cells' own text, each listed as written
+        texts = sorted({str(s) for s in c.categories if _is_nan_text(str(s))}) or texts
+        shown = "NaN (" + ", ".join(literals.string(s) for s in texts[:3]) + ")"
+    return DataError(f"data file {path} column {col!r} holds {shown} in {int(nan.sum())} of the rows {where}: a "
+                     f"NaN is a missing value (pandas reads it as one; compared, it counted as false), so list it "
+                     f"as missing, missing = {{{literals.name_or_string(col)}: "
+                     f"[{', '.join(literals.string(s) for s in texts[:3])}]}}, or correct the file", path)
 
 
 def _is_nan_text(s: str) -> bool:

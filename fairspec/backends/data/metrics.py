@@ -82,7 +82,7 @@ def _scores(ctx, model_name: str, rows, values: dict, n: int, memo: dict | None)
     if m.format == "predictions":
         if m.score_column is None:
             raise NoScore(f"model '{m.name}' is a column of logged decisions ({m.decision_column}) with no score")
-        return rows.numeric(m.score_column)
+        return rows.decided_numbers(m.score_column, f"read as the score of model '{m.name}'")
     model = ctx.model(model_name)
     if getattr(model, "format", None) == "rule":
         raise NoScore(f"model '{m.name}' is a rule: it decides, but has no score")
@@ -105,7 +105,8 @@ def subject_decisions(prop: ir.GroupMetric, ctx, rows, values: dict, n: int, y: 
     if m.format == "predictions":
         if m.decision_column is not None:
             return rows.truthy(m.decision_column, m.positive)
-        return (rows.numeric(m.score_column) > m.threshold).astype(np.int64)
+        score = rows.decided_numbers(m.score_column, f"read as the score of model '{m.name}'")
+        return (score > m.threshold).astype(np.int64)
     if prop.param("class") is not None or prop.param("threshold") is not None:   # issue 25
         from fairspec.backends.data.outputs import output_decisions
 
