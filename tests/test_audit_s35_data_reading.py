@@ -137,3 +137,21 @@ def test_a_nan_logged_decision_or_score_is_never_a_negative_decision(tmp_path, m
     assert rep.has_errors, [(v.name, v.status, v.value) for v in rep.verdicts]
     text = " ".join([d.message for d in rep.diagnostics] + [str(rep.error or "")])
     assert "NaN" in text and "missing = {" in text, text
+
+
+@pytest.mark.parametrize("cell", ["0_5", "\uff15", "\u0665"])   # an underscore, a full-width 5, an Arabic-Indic 5
+def test_a_cell_python_reads_as_a_number_but_pandas_as_text_is_not_a_number(tmp_path, cell):
+    # Python's float() reads "0_5" and non-ASCII digits as 5; pandas (and pyarrow) read the column as text, which
+    # no model is fed. Read as 5, those rows were counted in the metric (here M's 150 approved rows: 0.4, violated)
+    from fairspec.pipeline import check
+
+    path = tmp_path / "log.csv"
+    path.write_text("sex,approved,outcome,age\n" + "F,1,1,3\nM,0,1,4\n" * 100 + f"M,1,1,{cell}\n" * 150,
+                    encoding="utf-8")
+    spec = tmp_path / "t.fair"
+    spec.write_text(DECISION_SPEC.format(path=path, model='decision = "approved"').replace(
+        "protected\n", "protected\n  age : int in [0, 9]\n"))
+    rep = check(spec)
+    assert rep.has_errors, [(v.name, v.status, v.value) for v in rep.verdicts]
+    text = " ".join([d.message for d in rep.diagnostics] + [str(rep.error or "")])
+    assert "'age'" in text and "numeric" in text, text

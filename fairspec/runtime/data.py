@@ -60,6 +60,9 @@ class Table:
                 self._numeric[col] = c
             else:
                 used = np.bincount(c.codes, minlength=len(c.categories)) > 0
+                if not all(_numeric_text(str(v)) for v in c.categories[used]):
+                    self._numeric[col] = None       # "0_5", "５": text to pandas, though float() reads 5
+                    return None
                 try:
                     lut = np.where(used, c.categories, "nan").astype(np.float64)
                 except (ValueError, TypeError):
@@ -131,12 +134,21 @@ def dedupe_names(names: list[str]) -> tuple[list[str], list[tuple[str, str, int]
 
 
 def is_number(v: str) -> bool:
-    """Whether a cell's text reads as a number (Python's float(): also "nan", "inf", "1e3")."""
+    """Whether a cell's text reads as a number (Python's float(): also "nan", "inf", "1e3"), as pandas and
+    pyarrow read it: not text float() alone reads ("1_000", non-ASCII digits such as a full-width "５")."""
+    if not _numeric_text(v):
+        return False
     try:
         float(v)
         return True
     except ValueError:
         return False
+
+
+def _numeric_text(v: str) -> bool:
+    """False for text Python's float() reads as a number but pandas / pyarrow read as text: an underscore
+    between digits ("0_5" is 5 to float()), a non-ASCII digit or space."""
+    return "_" not in v and v.isascii()
 
 
 # A logged decision column (predictions(DATA, decision = "col")) read with no positive = ...: these values
