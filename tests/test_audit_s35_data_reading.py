@@ -155,3 +155,51 @@ def test_a_cell_python_reads_as_a_number_but_pandas_as_text_is_not_a_number(tmp_
     assert rep.has_errors, [(v.name, v.status, v.value) for v in rep.verdicts]
     text = " ".join([d.message for d in rep.diagnostics] + [str(rep.error or "")])
     assert "'age'" in text and "numeric" in text, text
+
+
+def test_weights_whose_sum_overflows_are_refused(tmp_path):
+    # F's two rows of weight 1e308 sum to inf in float64: F's rate was inf / inf = NaN and statistical_parity
+    # was reported 0.0, where F's rate is ~1 and M's ~0 (a difference of ~1)
+    from fairspec.pipeline import check
+
+    path = tmp_path / "log.csv"
+    path.write_text("sex,approved,outcome,w\n" + "F,1,1,1\nF,0,1,1\nM,1,1,1\nM,0,1,1\n" * 100
+                    + "F,1,1,1e308\nF,1,1,1e308\nM,0,1,1e308\n")
+    spec = tmp_path / "t.fair"
+    spec.write_text(DECISION_SPEC.format(path=path, model='decision = "approved"').replace(
+        "<= 0.05 }", "<= 0.05  weight = w }"))
+    rep = check(spec)
+    assert rep.has_errors, [(v.name, v.status, v.value) for v in rep.verdicts]
+    text = " ".join([d.message for d in rep.diagnostics] + [str(rep.error or "")])
+    assert "'w'" in text and "weight" in text, text
+
+
+def test_a_nan_target_is_refused(tmp_path):
+    # a regression target "nan" on some F rows: the mean error of F was NaN, said as "0/0 in sex=F (no row ...)"
+    import numpy as np
+    import skops.io as sio
+    from sklearn.linear_model import LinearRegression
+
+    from fairspec.pipeline import check
+
+    a = np.arange(200) % 5
+    sex = (np.arange(200) // 5) % 2
+    sio.dump(LinearRegression().fit(np.c_[a, sex], a * 1.0), tmp_path / "m.skops")
+    cells = [("nan" if i < 40 and s == 0 else str(float(v))) for i, (v, s) in enumerate(zip(a, sex))]
+    (tmp_path / "log.csv").write_text("a,sex,t\n" + "".join(f"{v},{'FM'[s]},{c}\n" for v, s, c in zip(a, sex, cells)))
+    (tmp_path / "t.fair").write_text("""data log = csv("log.csv", target = t)
+features P from log {
+  a : int in [0, 4]
+  sex : {F, M}  protected
+}
+model m = sklearn("m.skops")
+# fairspec: ignore[FS427]
+encode P for m {
+  a : raw
+  sex : code {F = 0, M = 1}
+}
+property me { mean_error_difference(m, groups sex) <= 0.05 }
+""")
+    rep = check(tmp_path / "t.fair")
+    assert rep.has_errors, [(v.name, v.status, v.value, v.reason) for v in rep.verdicts]
+    assert "'t'" in str(rep.error) and "NaN" in str(rep.error), rep.error

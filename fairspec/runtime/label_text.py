@@ -273,8 +273,8 @@ def nan_cells(t, col: str, index, path, where: str):
         texts = sorted({str(s) for s in c.categories if _is_nan_text(str(s))}) or texts
         shown = "NaN (" + ", ".join(literals.string(s) for s in texts[:3]) + ")"
     return DataError(f"data file {path} column {col!r} holds {shown} in {int(nan.sum())} of the rows {where}: a "
-                     f"NaN is a missing value (pandas reads it as one; compared, it counted as false), so list it "
-                     f"as missing, missing = {{{literals.name_or_string(col)}: "
+                     f"NaN is a missing value (pandas reads it as one), not a value to compare or count, so list "
+                     f"it as missing, missing = {{{literals.name_or_string(col)}: "
                      f"[{', '.join(literals.string(s) for s in texts[:3])}]}}, or correct the file", path)
 
 
