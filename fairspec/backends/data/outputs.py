@@ -209,7 +209,7 @@ def output_truth(prop: ir.GroupMetric, ctx, rows) -> np.ndarray | None:
 
         return (true_classes(rows, data.target, ctx.model(prop.model), strict=uses_label(prop.metric)) == c
                 ).astype(np.int64)
-    v = rows.numeric(data.target)
+    v = rows.decided_numbers(data.target, "read as the target")   # NaN >= t was a negative truth: a DataError
     if v is None:
         raise Unsupported(f"the target column '{data.target}' of '{data.name}' does not hold numbers")
     return (v >= t).astype(np.int64)
