@@ -206,3 +206,17 @@ property me { PROP }
     rep = check(tmp_path / "t.fair")
     assert rep.has_errors, [(v.name, v.status, v.value, v.reason) for v in rep.verdicts]
     assert "'t'" in str(rep.error) and "NaN" in str(rep.error), rep.error
+
+
+def test_a_label_testing_a_column_against_numbers_refuses_text_past_lints_sample(tmp_path):
+    # `outcome in {1}` over 1 / 0, with "n/a" on row 1,202 (lint samples 200): the column was read as text and
+    # "1" in {1} was false on every row -- F's accuracy 0, violated; `outcome == 1` already said the text
+    from fairspec.pipeline import check
+
+    path = tmp_path / "log.csv"
+    path.write_text("sex,approved,outcome\n" + "F,1,1\nM,0,0\n" * 600 + "F,1,n/a\n")
+    spec = tmp_path / "t.fair"
+    spec.write_text(SPEC.replace('label = outcome == "1"{where}', "label = outcome in {{1}}").format(csv=path))
+    rep = check(spec)
+    assert rep.has_errors, [(v.name, v.status, v.value) for v in rep.verdicts]
+    assert "n/a" in str(rep.error) and "missing = {outcome" in str(rep.error), rep.error

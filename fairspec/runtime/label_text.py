@@ -200,7 +200,8 @@ class LabelCells:
 
 def numbers_read(x, depth: int = 0):
     """(column, constant or None) for each column a data expression reads as a number: compared with a
-    number (``s > 0.5``) or inside arithmetic (``a + b > 3``)."""
+    number (``s > 0.5``), tested against a set of numbers (``y in {1, 2}``: the first) or inside arithmetic
+    (``a + b > 3``)."""
     if depth > 200 or not dataclasses.is_dataclass(x) or isinstance(x, type):
         return
     if isinstance(x, ir.Cmp):
@@ -209,6 +210,10 @@ def numbers_read(x, depth: int = 0):
                 or isinstance(b, (ir.ArithE, ir.AbsE))
             if number and isinstance(a, ir.ColumnRef):
                 yield a.column, b.value if isinstance(b, ir.Const) else None
+    if isinstance(x, ir.InSet) and isinstance(x.item, ir.ColumnRef):      # y in {1, 2}: a number set
+        nums = [v for v in x.values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if nums:
+            yield x.item.column, nums[0]
     if isinstance(x, (ir.ArithE, ir.AbsE)):
         for c in ((x.left, x.right) if isinstance(x, ir.ArithE) else (x.arg,)):
             if isinstance(c, ir.ColumnRef):
