@@ -220,3 +220,26 @@ def test_a_label_testing_a_column_against_numbers_refuses_text_past_lints_sample
     rep = check(spec)
     assert rep.has_errors, [(v.name, v.status, v.value) for v in rep.verdicts]
     assert "n/a" in str(rep.error) and "missing = {outcome" in str(rep.error), rep.error
+
+
+def test_a_parquet_boolean_column_read_by_categories_is_its_text_true_false(tmp_path):
+    # lint samples a Parquet boolean as "True" / "False" (as the label reads it); check's frame read it as "1" /
+    # "0": `flag : {False, True}` fitted no row ("no row fits the declared domains")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from fairspec.pipeline import check
+
+    pq.write_table(pa.table({"flag": [True, False] * 300, "approved": [1, 1, 1, 0] * 150, "outcome": [1] * 600}),
+                   tmp_path / "log.parquet")
+    (tmp_path / "t.fair").write_text("""data log = parquet("log.parquet", label = outcome == 1)
+features P from log {
+  flag : {False, True}  protected
+}
+model s = predictions(log, decision = "approved")
+property sp { statistical_parity(s, groups flag) <= 0.05 }
+""")
+    rep = check(tmp_path / "t.fair")
+    assert not rep.has_errors, rep.error
+    (v,) = rep.verdicts
+    assert v.value == pytest.approx(0.5) and v.status == "violated", (v.status, v.value)   # True: 1.0, False: 0.5

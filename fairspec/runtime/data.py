@@ -72,12 +72,15 @@ class Table:
         return self._numeric[col]
 
     def coded(self, col: str) -> tuple["np.ndarray", "np.ndarray"]:
-        """(codes per row, distinct values as strings): a numeric column's values as their text."""
+        """(codes per row, distinct values as strings): a numeric column's values as their text, a Parquet
+        boolean column's "False" / "True"."""
         import numpy as np
 
         c = self.columns[col]
         if not isinstance(c, np.ndarray):
             return c.codes, c.categories
+        if col in self.booleans:    # a Parquet boolean: its text True / False, as lint samples it (not "1" / "0")
+            return (c == 1).astype(np.int32), np.array(["False", "True"], dtype=object)
         uniq, inv = np.unique(c, return_inverse=True)
         text = np.array([str(int(v)) if float(v).is_integer() else repr(float(v)) for v in uniq], dtype=object)
         return inv.astype(np.int32), text
