@@ -243,3 +243,25 @@ property sp { statistical_parity(s, groups flag) <= 0.05 }
     assert not rep.has_errors, rep.error
     (v,) = rep.verdicts
     assert v.value == pytest.approx(0.5) and v.status == "violated", (v.status, v.value)   # True: 1.0, False: 0.5
+
+
+def test_lint_reads_a_parquet_float_column_as_check_does(tmp_path):
+    # categories {1, 2} over a Parquet float column of 1.0 / 2.0: check reads each value as "1" / "2" (its
+    # number's text) and keeps every row; lint sampled "1.0" / "2.0" and said FS410 (check drops every row)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import fairspec
+
+    pq.write_table(pa.table({"grade": [1.0, 2.0] * 100, "approved": [1, 0] * 100, "outcome": [1] * 200}),
+                   tmp_path / "log.parquet")
+    (tmp_path / "t.fair").write_text("""data log = parquet("log.parquet", label = outcome == 1)
+features P from log {
+  grade : {"1", "2"}  protected
+}
+model s = predictions(log, decision = "approved")
+property sp { statistical_parity(s, groups grade) <= 0.05 }
+""")
+    assert not [d.code for d in fairspec.lint(tmp_path / "t.fair")]
+    rep = fairspec.check(tmp_path / "t.fair")
+    assert [v.value for v in rep] == [1.0]

@@ -508,7 +508,7 @@ def _sampled_text(d: ir.Data, name: str, arr) -> list[str | None]:
     fairspec.runtime.columnar casts it), a nested column's values as empty (sema says FS404 when the
     spec reads it, parquet_nested), a null as None (check reads it as a missing value in every
     column, text ones included: not as the text "", which lint took for a category outside the
-    domain, FS410)."""
+    domain, FS410); a whole float as its integer's text ("1" for 1.0), as check's Table.coded writes it."""
     if nested_kind(arr.type) is not None:
         return [""] * len(arr)
     out = []
@@ -518,6 +518,8 @@ def _sampled_text(d: ir.Data, name: str, arr) -> list[str | None]:
                 v = v.decode("utf-8")
             except UnicodeDecodeError:
                 raise not_utf8_column(d.path, name) from None
+        elif isinstance(v, float) and v.is_integer():
+            v = int(v)                # 1.0 as "1": the text check's Table.coded gives a number column's value
         out.append(None if v is None else str(v))
     return out
 
