@@ -154,6 +154,8 @@ def table_from_arrow(d: ir.Data, tab, names: list[str], n_read_before: int = 0) 
             num_marks = [float(m) for m in marks if is_number(m)]
             if num_marks:
                 missing |= np.isin(c, num_marks)
+                if any(m != m for m in num_marks):   # "nan" listed as missing: a NaN is equal to no number
+                    missing |= np.isnan(c)
     n = tab.num_rows
     if missing.any():
         keep = ~missing

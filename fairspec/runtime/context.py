@@ -13,7 +13,7 @@ from fairspec import ir
 from fairspec.runtime import encoding as enc_mod, job_clock
 from fairspec.runtime.data import DataError, Table
 from fairspec.runtime.evaluate import evaluate
-from fairspec.runtime.label_text import LabelCells, WhereText, text_as_number
+from fairspec.runtime.label_text import LabelCells, WhereText, compared_text, nan_as_number, text_as_number
 from fairspec.runtime.frame import Frame, build_frame
 
 
@@ -31,6 +31,17 @@ class Rows:
         num = self.table.numeric(column)
         return None if num is None else num[self.index]
 
+    def decided_numbers(self, column: str, what: str) -> np.ndarray | None:
+        """``numeric(column)`` for a column read as a decision (a score against a threshold, a number against
+        ``positive``): a NaN there is a DataError naming the missing = {...} that drops it (NaN > 0.5 is false:
+        a negative decision, where pandas reads a missing value)."""
+        from fairspec.runtime.label_text import nan_cells
+
+        num = self.numeric(column)
+        if num is not None and (err := nan_cells(self.table, column, self.index, self.table.path, what)):
+            raise err
+        return num
+
     def truthy(self, column: str, positive: str | None = None) -> np.ndarray:
         """A logged decision column as 0/1 aligned with the rows. ``positive``: the value the spec names the
         positive decision (a number column compares it as a number). Without it every value must say
@@ -45,6 +56,7 @@ class Rows:
             if num is not None and column in self.table.booleans:   # the text lint read: "True" / "False"
                 return (num == (1.0 if positive == "True" else 0.0 if positive == "False" else np.nan)).astype(np.int64)
             if num is not None and is_number(positive):
+                num = self.decided_numbers(column, f"read as decisions, positive = {positive}")
                 return (num == float(positive)).astype(np.int64)
             codes, cats = self.table.coded(column)
             hit = np.array([str(c).strip() == positive for c in cats], dtype=bool)
@@ -246,7 +258,9 @@ class Context:
                     held.check()
                     if (bad := text_as_number(d, "where", d.where, t)) is not None:
                         raise bad
-                    keep = evaluate(d.where, lambda e: _column(t, e), t.n_rows)
+                    if (bad := nan_as_number(d, "where", d.where, t)) is not None:
+                        raise bad
+                    keep = evaluate(d.where, _lookup(t, d.where), t.n_rows)
                     t = t.subset(keep)
             if t.n_rows == 0:
                 from fairspec.runtime.data import empty_column, parquet_empty
@@ -311,7 +325,9 @@ class Context:
                 if d.where is not None:
                     if (bad := text_as_number(d, "where", d.where, t)) is not None:
                         raise bad
-                    t = t.subset(evaluate(d.where, lambda e, t=t: _column(t, e), t.n_rows))
+                    if (bad := nan_as_number(d, "where", d.where, t)) is not None:
+                        raise bad
+                    t = t.subset(evaluate(d.where, _lookup(t, d.where), t.n_rows))
                 if t.n_rows == 0:
                     continue
                 rows = _rows_of(fs, d, t)
@@ -408,17 +424,34 @@ def _rows_of(fs: ir.FeatureSet, d: ir.Data, t: Table) -> Rows:
     if d.label is not None:
         if (bad := text_as_number(d, "label", d.label, t)) is not None:
             raise bad
-        labels = evaluate(d.label, lambda e: _column(t, e), t.n_rows)[ok]
+        if (bad := nan_as_number(d, "label", d.label, t, ok)) is not None:
+            raise bad
+        labels = evaluate(d.label, _lookup(t, d.label), t.n_rows)[ok]
     return Rows(frame, labels, t, np.flatnonzero(ok))
 
 
-def _column(t: Table, e):
+def _lookup(t: Table, x):
+    """The leaf lookup for evaluating the data expression ``x`` (a label, a where) over ``t``. A column ``x``
+    compares with text (``y == "1"``, ``k in {"a"}``: lint typed it as text from its rows) is its text
+    whatever the rows at hand hold: a streamed batch, or the rows a where kept, holding only numbers read it
+    as float64, and 1.0 == "1" made the label false on every such row (pandas reads the column as text)."""
+    text = frozenset(c for c, _, _ in compared_text(x))
+    return lambda e: _column(t, e, text)
+
+
+def _column(t: Table, e, text=frozenset()):
     """A data expression's leaf: numbers as float64, text as codes (compared once per distinct value).
     A Parquet boolean column is its text "True" / "False", as lint samples and types it (a string): the
     table holds it as 1.0 / 0.0, and ``label = y == "True"`` compared that number with the text, so the
     label was false on every row (a base rate of 0 in every group, a wrong holds)."""
     if isinstance(e, ir.ColumnRef):
         num = t.numeric(e.column)
+        if num is not None and e.column in text and e.column not in t.booleans and \
+                not isinstance(t.columns[e.column], np.ndarray):
+            from fairspec.runtime.columnar import Coded
+
+            codes, cats = t.coded(e.column)
+            return Coded(codes, cats)
         if num is not None and e.column in t.booleans:
             from fairspec.runtime.columnar import Coded
 

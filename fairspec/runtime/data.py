@@ -60,6 +60,9 @@ class Table:
                 self._numeric[col] = c
             else:
                 used = np.bincount(c.codes, minlength=len(c.categories)) > 0
+                if not all(_numeric_text(str(v)) for v in c.categories[used]):
+                    self._numeric[col] = None       # "0_5", "５": text to pandas, though float() reads 5
+                    return None
                 try:
                     lut = np.where(used, c.categories, "nan").astype(np.float64)
                 except (ValueError, TypeError):
@@ -69,12 +72,15 @@ class Table:
         return self._numeric[col]
 
     def coded(self, col: str) -> tuple["np.ndarray", "np.ndarray"]:
-        """(codes per row, distinct values as strings): a numeric column's values as their text."""
+        """(codes per row, distinct values as strings): a numeric column's values as their text, a Parquet
+        boolean column's "False" / "True"."""
         import numpy as np
 
         c = self.columns[col]
         if not isinstance(c, np.ndarray):
             return c.codes, c.categories
+        if col in self.booleans:    # a Parquet boolean: its text True / False, as lint samples it (not "1" / "0")
+            return (c == 1).astype(np.int32), np.array(["False", "True"], dtype=object)
         uniq, inv = np.unique(c, return_inverse=True)
         text = np.array([str(int(v)) if float(v).is_integer() else repr(float(v)) for v in uniq], dtype=object)
         return inv.astype(np.int32), text
@@ -131,12 +137,21 @@ def dedupe_names(names: list[str]) -> tuple[list[str], list[tuple[str, str, int]
 
 
 def is_number(v: str) -> bool:
-    """Whether a cell's text reads as a number (Python's float(): also "nan", "inf", "1e3")."""
+    """Whether a cell's text reads as a number (Python's float(): also "nan", "inf", "1e3"), as pandas and
+    pyarrow read it: not text float() alone reads ("1_000", non-ASCII digits such as a full-width "５")."""
+    if not _numeric_text(v):
+        return False
     try:
         float(v)
         return True
     except ValueError:
         return False
+
+
+def _numeric_text(v: str) -> bool:
+    """False for text Python's float() reads as a number but pandas / pyarrow read as text: an underscore
+    between digits ("0_5" is 5 to float()), a non-ASCII digit or space."""
+    return "_" not in v and v.isascii()
 
 
 # A logged decision column (predictions(DATA, decision = "col")) read with no positive = ...: these values
@@ -493,7 +508,7 @@ def _sampled_text(d: ir.Data, name: str, arr) -> list[str | None]:
     fairspec.runtime.columnar casts it), a nested column's values as empty (sema says FS404 when the
     spec reads it, parquet_nested), a null as None (check reads it as a missing value in every
     column, text ones included: not as the text "", which lint took for a category outside the
-    domain, FS410)."""
+    domain, FS410); a whole float as its integer's text ("1" for 1.0), as check's Table.coded writes it."""
     if nested_kind(arr.type) is not None:
         return [""] * len(arr)
     out = []
@@ -503,6 +518,8 @@ def _sampled_text(d: ir.Data, name: str, arr) -> list[str | None]:
                 v = v.decode("utf-8")
             except UnicodeDecodeError:
                 raise not_utf8_column(d.path, name) from None
+        elif isinstance(v, float) and v.is_integer():
+            v = int(v)                # 1.0 as "1": the text check's Table.coded gives a number column's value
         out.append(None if v is None else str(v))
     return out
 

@@ -200,7 +200,8 @@ class LabelCells:
 
 def numbers_read(x, depth: int = 0):
     """(column, constant or None) for each column a data expression reads as a number: compared with a
-    number (``s > 0.5``) or inside arithmetic (``a + b > 3``)."""
+    number (``s > 0.5``), tested against a set of numbers (``y in {1, 2}``: the first) or inside arithmetic
+    (``a + b > 3``)."""
     if depth > 200 or not dataclasses.is_dataclass(x) or isinstance(x, type):
         return
     if isinstance(x, ir.Cmp):
@@ -209,6 +210,10 @@ def numbers_read(x, depth: int = 0):
                 or isinstance(b, (ir.ArithE, ir.AbsE))
             if number and isinstance(a, ir.ColumnRef):
                 yield a.column, b.value if isinstance(b, ir.Const) else None
+    if isinstance(x, ir.InSet) and isinstance(x.item, ir.ColumnRef):      # y in {1, 2}: a number set
+        nums = [v for v in x.values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if nums:
+            yield x.item.column, nums[0]
     if isinstance(x, (ir.ArithE, ir.AbsE)):
         for c in ((x.left, x.right) if isinstance(x, ir.ArithE) else (x.arg,)):
             if isinstance(c, ir.ColumnRef):
@@ -239,3 +244,47 @@ def text_as_number(d: ir.Data, what: str, x, t):
                          f"such a value as missing, missing = {{{literals.name_or_string(col)}: "
                          f"[{literals.string(bad[0]) if bad else '...'}]}}, or correct the file", d.path)
     return None
+
+
+def nan_as_number(d: ir.Data, what: str, x, t, index=None):
+    """A DataError when ``x`` (the label or the where) reads as a number a column of ``t`` holding NaN on one
+    of the rows ``index`` (all when None): a CSV cell "nan" / "NaN", a Parquet NaN. Compared, it made the row
+    a negative label (NaN == 1 is false; an empty cell is a missing value and drops the row), where pandas
+    reads each as the same missing value; None otherwise."""
+    for col, v in dict.fromkeys(numbers_read(x)):
+        if col in t.columns and col not in t.booleans and (err := nan_cells(t, col, index, d.path, (
+                f"the {what} reads, where the {what} " +
+                (f"compares it with the number {_spec_number(v)}" if v is not None else "computes with it")))):
+            return err
+    return None
+
+
+def nan_cells(t, col: str, index, path, where: str):
+    """The DataError for a number column ``col`` of ``t`` holding NaN on one of the rows ``index`` (all when
+    None): ``where`` says what reads it ("the label reads, where ..."); None when it holds none (or is text)."""
+    import numpy as np
+
+    from fairspec.runtime.data import DataError
+
+    num = t.numeric(col)
+    if num is None:
+        return None
+    nan = np.isnan(num if index is None else num[index])
+    if not nan.any():
+        return None
+    c = t.columns[col]
+    shown, texts = "NaN", ["nan"]                 # a number column's NaN: "nan" lists it as missing
+    if not isinstance(c, np.ndarray):   # a CSV column: the cells' own text, each listed as written
+        texts = sorted({str(s) for s in c.categories if _is_nan_text(str(s))}) or texts
+        shown = "NaN (" + ", ".join(literals.string(s) for s in texts[:3]) + ")"
+    return DataError(f"data file {path} column {col!r} holds {shown} in {int(nan.sum())} of the rows {where}: a "
+                     f"NaN is a missing value (pandas reads it as one), not a value to compare or count, so list "
+                     f"it as missing, missing = {{{literals.name_or_string(col)}: "
+                     f"[{', '.join(literals.string(s) for s in texts[:3])}]}}, or correct the file", path)
+
+
+def _is_nan_text(s: str) -> bool:
+    try:
+        return float(s) != float(s)
+    except ValueError:
+        return False

@@ -40,3 +40,8 @@ class Budget:
 
 
 NONE = Budget(None, None)  # no limit: every check passes
+
+# The largest total of a weight column's weights the data backend takes (a DataError past it): weighted sums,
+# and bootstrap multiplicities times weights, stay finite (two weights of 1e308 summed to inf, and a rate of
+# inf / inf was NaN, reported 0)
+WEIGHT_TOTAL = 1e300

@@ -22,7 +22,7 @@ import numpy as np
 from fairspec import ir
 from fairspec.analyses.group_rates import BETWEEN, METRICS, metric_value, rate
 from fairspec.backends.data import batching
-from fairspec.backends.data.budget import NONE as NO_LIMIT, Budget, OutOfTime
+from fairspec.backends.data.budget import NONE as NO_LIMIT, WEIGHT_TOTAL, Budget, OutOfTime
 from fairspec.backends.data.constant import constant_reason, lost_reason, lost_replicates, undefined_reason
 from fairspec.backends.data.group_table import exact_cells, group_table, metric_columns, rate_intervals, \
     report_number as _r
@@ -82,7 +82,7 @@ def _scores(ctx, model_name: str, rows, values: dict, n: int, memo: dict | None)
     if m.format == "predictions":
         if m.score_column is None:
             raise NoScore(f"model '{m.name}' is a column of logged decisions ({m.decision_column}) with no score")
-        return rows.numeric(m.score_column)
+        return rows.decided_numbers(m.score_column, f"read as the score of model '{m.name}'")
     model = ctx.model(model_name)
     if getattr(model, "format", None) == "rule":
         raise NoScore(f"model '{m.name}' is a rule: it decides, but has no score")
@@ -105,7 +105,8 @@ def subject_decisions(prop: ir.GroupMetric, ctx, rows, values: dict, n: int, y: 
     if m.format == "predictions":
         if m.decision_column is not None:
             return rows.truthy(m.decision_column, m.positive)
-        return (rows.numeric(m.score_column) > m.threshold).astype(np.int64)
+        score = rows.decided_numbers(m.score_column, f"read as the score of model '{m.name}'")
+        return (score > m.threshold).astype(np.int64)
     if prop.param("class") is not None or prop.param("threshold") is not None:   # issue 25
         from fairspec.backends.data.outputs import output_decisions
 
@@ -261,6 +262,12 @@ class _Counter:
         c.cells = _grow(c.cells, np.bincount(cell, weights=w, minlength=G * 4).reshape(G, 2, 2)
                         .astype(np.float64), 0)
         c.sizes = _grow(c.sizes, np.bincount(idx, minlength=G), 0)
+        if self.wcol and not float(c.cells.sum()) <= WEIGHT_TOTAL:   # inf / inf was a NaN rate, reported 0
+            from fairspec.runtime.data import DataError
+
+            path = ctx.spec.data(prop.data).path
+            raise DataError(f"data file {path} column {self.wcol!r} (weight): the weights sum past {WEIGHT_TOTAL:g}, "
+                            f"where float sums overflow; rescale them (a rate is the same under a common factor)", path)
         if self.calib:
             s = np.clip(scores(ctx, prop.model, rows, values, n, memo), 0.0, 1.0)
             b = np.minimum((s * B).astype(np.int64), B - 1)

@@ -20,6 +20,7 @@ import numpy as np
 from fairspec import ir
 from fairspec.analyses.group_rates import BETWEEN, METRICS
 from fairspec.backends.data import batching
+from fairspec.backends.data.budget import WEIGHT_TOTAL
 from fairspec.backends.data.constant import lost_reason, lost_replicates, undefined_output_reason
 from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows
 from fairspec.verdict import Unsupported, Verdict, interval_status, unknown
@@ -218,7 +219,7 @@ def output_truth(prop: ir.GroupMetric, ctx, rows) -> np.ndarray | None:
 
         return (true_classes(rows, data.target, ctx.model(prop.model), strict=uses_label(prop.metric)) == c
                 ).astype(np.int64)
-    v = rows.numeric(data.target)
+    v = rows.decided_numbers(data.target, "read as the target")   # NaN >= t was a negative truth: a DataError
     if v is None:
         raise Unsupported(f"the target column '{data.target}' of '{data.name}' does not hold numbers")
     return (v >= t).astype(np.int64)
@@ -308,11 +309,16 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
             if multiclass:
                 truths.append(true_classes(rows, data.target, model, strict=mdef.quantity == "class_odds"))
             else:
-                v = rows.numeric(data.target)
+                v = rows.decided_numbers(data.target, "read as the target")   # a NaN: a DataError
                 if v is None:
                     return unknown(prop, f"the target column '{data.target}' of '{data.name}' does not hold numbers",
                                    backend="data")
                 targets.append(v)
+    if weights and not sum(float(w.sum()) for w in weights) <= WEIGHT_TOTAL:    # inf / inf: a NaN mean
+        from fairspec.runtime.data import DataError
+
+        raise DataError(f"data file {data.path} column {wcol!r} (weight): the weights sum past {WEIGHT_TOTAL:g}, where "
+                        f"float sums overflow; rescale them (a mean is the same under a common factor)", data.path)
     g = np.concatenate(gs) if gs else np.zeros(0, dtype=np.int64)
     pred = np.concatenate(preds) if preds else np.zeros(0)
     target = np.concatenate(targets) if targets else None
