@@ -58,9 +58,12 @@ import uuid
 
 # imported once in the server: what nearly every command line imports anyway, and the onnx package (its
 # protobuf reader; not onnxruntime, which starts a thread when imported): every ONNX model fairspec loads is
-# read by it (models/onnx_model._require_finite_onnx), ~0.5 CPU s a command line (session 35)
+# read by it (models/onnx_model._require_finite_onnx), ~0.5 CPU s a command line; and what a check imports of
+# fairspec itself beyond the pipeline (a context, the data backend, the ONNX loader, the pair runner, certify:
+# fairspec modules and `fractions` only, ~0.07 CPU s a check) (session 35)
 WARM = ("numpy", "pandas", "sklearn.base", "fairspec.cli", "fairspec.pipeline", "fairspec.lsp.server", "onnx",
-        "onnx.numpy_helper")
+        "onnx.numpy_helper", "fairspec.runtime.context", "fairspec.backends.data.metrics", "fairspec.models.onnx_model",
+        "fairspec.kinds.individual_fairness", "fairspec.certify")
 # read by fairspec when its module is imported: a command line setting one gets a fresh process
 IMPORT_TIME_ENV = ("FAIRSPEC_BATCH_ROWS", "FAIRSPEC_STREAM_ROWS", "FAIRSPEC_LSP_MAX_DOCUMENT")
 FRESH_ENV = "FAIRSPEC_TEST_FRESH_PROCESS"
