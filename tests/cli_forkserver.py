@@ -44,6 +44,7 @@ as they end, so the commands' CPU time counts in the test run's (``/usr/bin/time
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import locale
 import os
@@ -55,8 +56,14 @@ import threading
 import time
 import uuid
 
-# imported once in the server: what nearly every command line imports anyway
-WARM = ("numpy", "pandas", "sklearn.base", "fairspec.cli", "fairspec.pipeline", "fairspec.lsp.server")
+# imported once in the server: what nearly every command line imports anyway, and the onnx package (its
+# protobuf reader; not onnxruntime, which starts a thread when imported): every ONNX model fairspec loads is
+# read by it (models/onnx_model._require_finite_onnx), ~0.5 CPU s a command line; and what a check imports of
+# fairspec itself beyond the pipeline (a context, the data backend, the ONNX loader, the pair runner, certify:
+# fairspec modules and `fractions` only, ~0.07 CPU s a check) (session 35)
+WARM = ("numpy", "pandas", "sklearn.base", "fairspec.cli", "fairspec.pipeline", "fairspec.lsp.server", "onnx",
+        "onnx.numpy_helper", "fairspec.runtime.context", "fairspec.backends.data.metrics", "fairspec.models.onnx_model",
+        "fairspec.kinds.individual_fairness", "fairspec.certify")
 # read by fairspec when its module is imported: a command line setting one gets a fresh process
 IMPORT_TIME_ENV = ("FAIRSPEC_BATCH_ROWS", "FAIRSPEC_STREAM_ROWS", "FAIRSPEC_LSP_MAX_DOCUMENT")
 FRESH_ENV = "FAIRSPEC_TEST_FRESH_PROCESS"
@@ -160,7 +167,14 @@ def serve(address: str) -> None:
     if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
         sys.path.pop(0)  # the console script does not see the tests' folder
     for name in WARM:
-        __import__(name)
+        try:
+            __import__(name)
+        except ImportError:     # an optional extra that is not installed: its command lines import nothing more
+            pass
+    # the warm modules' objects out of the collector's reach: a child's collection no longer walks (and so
+    # copies, page by page) the whole heap it shares with the server -- 0.1 CPU s a command line that the
+    # onnx package alone added to every child that reads no ONNX model (session 35)
+    gc.freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind("\0" + address)
     listener.listen(16)

@@ -10,6 +10,12 @@ that time by
   user + system time and the children they reaped (``/proc/PID/stat`` fields 14-17), less what they had at
   the test's start; a descendant gone by the end (reaped by the worker, so in ``reaped``) is left out.
 
+A descendant alive at the test's start and gone by its end (a fork server the test ends or replaces) is
+reaped whole, all it spent since it started: what it had at the start was billed to the tests before, and is
+taken off ``reaped`` (a child of the worker) or ``tree`` (a descendant's child, in its parent's reaped time).
+Session 34's table billed a fork server's whole life to the test that restarted it (54.6 CPU s for a
+2.6 s test of test_lsp_positions.py, 2.0 CPU s alone).
+
 ``python bench/suite_profile_report.py DIR`` sums it per file and per worker. Unset (the default), nothing is loaded and
 nothing is measured. Linux only (``/proc``): elsewhere ``tree`` is 0. A test's own cost is what it adds while it
 runs; a module fixture is billed to the test that set it up and the one it was torn down after, as pytest runs
@@ -58,18 +64,19 @@ def _cpu(pid: int) -> float | None:
     return sum(int(v) for v in fields[11:15]) / _TICK     # fields 14-17 of stat, after the pid and (comm)
 
 
-def _tree() -> dict[int, float]:
-    """CPU seconds of every descendant of this process, by pid."""
-    seen: dict[int, float] = {}
-    todo = _children(os.getpid())
+def _tree() -> dict[int, tuple[float, bool]]:
+    """CPU seconds of every descendant of this process, by pid, and whether it is a child of this process."""
+    seen: dict[int, tuple[float, bool]] = {}
+    me = os.getpid()
+    todo = [(pid, True) for pid in _children(me)]
     while todo:
-        pid = todo.pop()
+        pid, direct = todo.pop()
         if pid in seen:
             continue
         cpu = _cpu(pid)
         if cpu is not None:
-            seen[pid] = cpu
-            todo += _children(pid)
+            seen[pid] = (cpu, direct)
+            todo += [(c, False) for c in _children(pid)]
     return seen
 
 
@@ -84,10 +91,14 @@ class SuiteProfile:
         at, t0, (own0, reaped0), tree0 = time.time(), time.perf_counter(), _own(), _tree()
         yield
         t1, (own1, reaped1), tree1 = time.perf_counter(), _own(), _tree()
-        tree = sum(c - tree0.get(pid, 0.0) for pid, c in tree1.items())
+        tree = sum(c - tree0.get(pid, (0.0, False))[0] for pid, (c, _) in tree1.items())
+        # a descendant gone since the start was reaped whole: what it had then was billed before
+        gone = [tree0[pid] for pid in tree0.keys() - tree1.keys()]
+        reaped = (reaped1 - reaped0) - sum(c for c, direct in gone if direct)
+        tree -= sum(c for c, direct in gone if not direct)
         self.out.write(json.dumps({"test": item.nodeid, "file": item.nodeid.split("::", 1)[0], "worker": self.worker,
                                    "start": round(at, 3), "wall": round(t1 - t0, 4), "own": round(own1 - own0, 4),
-                                   "reaped": round(reaped1 - reaped0, 4), "tree": round(max(tree, 0.0), 4)}) + "\n")
+                                   "reaped": round(max(reaped, 0.0), 4), "tree": round(max(tree, 0.0), 4)}) + "\n")
         self.out.flush()
 
     def close(self) -> None:

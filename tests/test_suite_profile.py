@@ -68,6 +68,45 @@ def test_reaped_and_live_descendants_are_counted(tmp_path):
     assert "| tests/test_x.py | 1 |" in text and "| gw9 | 1 |" in text
 
 
+def _profiled(tmp_path, during):
+    """The row the profiler writes for one test whose body is ``during()``."""
+    class Item:
+        nodeid = "tests/test_x.py::test_y"
+
+    prof = suite_profile.SuiteProfile(tmp_path, "gw9")
+    gen = prof.pytest_runtest_protocol(Item(), None)
+    next(gen)
+    during()
+    try:
+        next(gen)
+    except StopIteration:
+        pass
+    prof.close()
+    (row,) = [json.loads(line) for line in (tmp_path / "gw9.jsonl").read_text().splitlines()]
+    return row
+
+
+def test_a_server_alive_before_the_test_and_ended_in_it_is_billed_only_what_it_spent_since(tmp_path):
+    """A fork server the test ends (or replaces: tests/cli_forkserver.py's restart) is reaped whole: the 0.6 s it
+    and its reaped child spent before the test were the tests' before (session 34's table billed a server's whole
+    life, 54.6 CPU s, to a 2.6 s test)."""
+    if not os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children"):
+        pytest.skip("no /proc/PID/task/TID/children here (Linux with CONFIG_PROC_CHILDREN): the tree is not measured")
+    serve = ("import subprocess, sys\nfor line in sys.stdin:\n"
+             "    subprocess.run([sys.executable, '-c', line.replace(';', '\\n')])\n    print('done', flush=True)\n")
+    server = subprocess.Popen([sys.executable, "-c", serve], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        server.stdin.write(SPIN.format(s=0.6) + "\n")
+        server.stdin.flush()
+        assert server.stdout.readline() == "done\n"
+        row = _profiled(tmp_path, lambda: (server.stdin.close(), server.wait(timeout=60)))
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert row["reaped"] + row["tree"] < 0.3, row
+
+
 def test_unset_nothing_is_registered():
     class Config:
         class option:

@@ -1,7 +1,7 @@
 """The instant tree verdict (``trees.space.instant_verdict``) sums leaf values in float64, where
 XGBoost sums them in float32: its ``holds`` is never kept (h1 of s24).
 
-A tree engine's ``holds`` becomes ``unknown`` (``kinds.tree_pairs.solver_verdict``: no floating-point
+A tree engine's ``holds`` becomes ``unknown`` (``kinds.tree_engine_answers.solver_verdict``: no floating-point
 word is a proof) and then goes to the certified branch and bound over leaf boxes, which decides on the
 library. Two boosters whose float64 leaf sums clear the instant verdict's test while the library's
 float32 sums break the property: ``label`` (every margin > 0 in float64, exactly 0 at g = 0, x = 0 on

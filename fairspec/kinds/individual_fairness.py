@@ -292,7 +292,7 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
         return relaxed or unknown(prop, str(e), backend=backend, seconds=time.perf_counter() - t0)
     eps = prop.eps
     if trees is not None:
-        from fairspec.kinds.tree_pairs import engine_eps, tree_relaxed
+        from fairspec.kinds.tree_engine_answers import engine_eps, tree_relaxed
 
         relaxed = tree_relaxed(prop, enc, low)     # `<` on integral inputs as the spec writes it
         eps = engine_eps(prop, trees)              # in the units of the ensemble's S (LightGBM's sigmoid factor)
@@ -355,7 +355,7 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
                                 unfair_nodes=12,
                                 # FairQuant's refinement inside the partitions left without a proof
                                 refine=float(prop.options.get("refine") or 0.0),
-                                # the undecided share's estimated split (seeded samples); none of trees: tree_pairs._no_estimate
+                                # the undecided share's estimated split (seeded samples); none of trees: tree_engine_answers._no_estimate
                                 estimate=0 if trees is not None else int(setting(prop, "estimate", backend) or 0),
                                 seed=int(setting(prop, "seed", backend) or 0),
                                 confidence=float(setting(prop, "confidence", backend) or 0.95),
@@ -423,7 +423,7 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
                 details["coverage"]["shares"]["estimate"] = cov.estimate.to_json()
     if trees is not None:
         # a tree model's answer: witnesses re-checked exactly on the library, holds only when certified
-        from fairspec.kinds.tree_pairs import solver_verdict
+        from fairspec.kinds.tree_engine_answers import solver_verdict
 
         v = solver_verdict(prop, ctx, res, backend, seconds, details)
         if v.status == "unknown" and prop.post in ("label", "prob", "logit"):

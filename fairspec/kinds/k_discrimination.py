@@ -350,7 +350,7 @@ def _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at: int, t0: float)
         return None
     free = {i for cs in cols for i in cs}
     groups = [g for g in low.onehot_groups if not free.intersection(g)]
-    from fairspec.kinds.tree_pairs import encode_features
+    from fairspec.kinds.tree_engine_answers import encode_features
 
     read, logit = model.prob_reader()
     read = model.replay if read == model.score else read

@@ -29,7 +29,7 @@ Every witness is rounded onto the domain and re-checked with
 :func:`~fairspec.backends.pair.check_witness` on the ensemble before it is returned.
 
 These answers are evidence about the converted ensemble in float64, not about the library's
-runtime: the individual-fairness kind (:func:`fairspec.kinds.tree_pairs.solver_verdict`) reports
+runtime: the individual-fairness kind (:func:`fairspec.kinds.tree_engine_answers.solver_verdict`) reports
 a violation only as a concrete domain pair that breaks the property on the library, and a
 ``holds`` from here as ``unknown`` (not certified). Certified tree answers come from enumeration
 on the library in cells / leaf boxes (:mod:`fairspec.kinds.tree_pairs`, :mod:`fairspec.certify.trees`).

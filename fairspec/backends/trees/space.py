@@ -179,7 +179,7 @@ def instant_verdict(problem) -> tuple[str, str] | None:
         return None
     # `<` is not `<=`: a strict eps the trees can reach exactly is no holds (nor is any of these a proof:
     # leaf values summed in float64, where XGBoost sums float32; the tree engines' holds is never kept,
-    # kinds.tree_pairs.solver_verdict)
+    # kinds.tree_engine_answers.solver_verdict)
     strict = bool(getattr(problem, "eps_strict", False))
     if bound < problem.eps or (bound == problem.eps and not strict):
         return "holds", (f"the {len(vt)} tree(s) reading the protected or relaxed inputs move the "
