@@ -113,23 +113,97 @@ def test_logit_column_against_brute_force(tmp_path, monkeypatch, K, c, seed, sti
     assert decided >= len(cases) - 2, [(c_, got[f"P{i}"].status, got[f"P{i}"].reason) for i, c_ in enumerate(cases)]
 
 
-def test_forall_classes_stays_unknown(tmp_path, monkeypatch):
-    onnx = pytest.importorskip("onnx")
+_FORALL = """property P{i} {{
+  forall x, x' : F
+  require x.* == x'.* except {{sex}}
+  mode = {mode}
+  ensure forall c: |logit(m(x), c) - logit(m(x'), c)| {op} {eps}
+  using {backend}
+}}
+"""
+
+
+def _judge_forall(v, layers, K, op, eps, where):
+    """``v`` against brute force: holds only when no column moves beyond eps, proved, its proof naming every column;
+    violated only when one does, its witness's column c breaking the post on the runtime (its logits shown)."""
+    Ds = [_truth(layers, c) for c in range(K)]
+    D = max(Ds)
+    broken = D > eps or (op == "<" and D >= eps)
+    assert v.status in ("violated" if broken else "holds", "unknown"), (where, Ds, v.status, v.reason)
+    if v.status == "holds":
+        assert v.how == "proved" and v.proof is not None, where
+        assert v.proof.method == "per-column" and v.proof.detail["columns"] == K, v.proof.to_json()
+        assert f"every one of {K} logit columns proved" in v.label, v.label
+        assert [p["column"] for p in v.details["per_column"]] == list(range(K))
+    if v.status == "violated":
+        c = v.details["class"]
+        x, xp = v.witness.outputs
+        d = abs(Fraction(x) - Fraction(xp))
+        assert d > Fraction(eps) or op == "<" and d >= Fraction(eps), where
+        assert d <= Fraction(Ds[c]), where              # column c's logits on the runtime (float32 exact here)
+    return D
+
+
+@pytest.mark.parametrize("K,seed,still", [(3, 4, None), (3, 6, 1), (2, 7, None), (3, 21, 0), (2, 22, None)])
+def test_forall_columns_against_brute_force(tmp_path, monkeypatch, K, seed, still):
+    """forall c beyond small domains (session 35): the conjunction of the K one-column runs, against brute force.
+    eps the largest column's difference (`<=` proved, `<` violated), a smaller column's (violated, by the largest
+    column), half of it; milp and smt, prove and maximize (whose interval holds the largest difference). It was
+    unknown ("not yet decided ... forall c")."""
     from fairspec import pipeline
 
-    m = mlp_model(_net(np.random.default_rng(0), 3, None), "Identity", "logits", batch="N")
-    m.ir_version = 8
-    onnx.save(m, str(tmp_path / "m.onnx"))
-    (tmp_path / "s.fair").write_text(_SPEC.replace("INDEX", "") + """property P {
-  forall x, x' : F
-  require x.* == x'.* except {sex}
-  ensure forall c: |logit(m(x), c) - logit(m(x'), c)| <= 0.5
-  using milp
-}
-""")
+    layers = _save(tmp_path, K, seed, still)
+    Ds = sorted({_truth(layers, c) for c in range(K)})
+    D = Ds[-1]
+    cases = [("milp", "prove", "<=", D), ("milp", "prove", "<", D), ("smt", "prove", "<=", D),
+             ("milp", "maximize", "<=", D), ("milp", "prove", "<=", Ds[0]), ("smt", "prove", "<=", D / 2)]
+    cases = [c for c in cases if c[3] > 0 or c[2] == "<="]
+    txt = _SPEC.replace("INDEX", ", index = 1" if K == 2 else "") + "".join(
+        _FORALL.format(i=i, mode=mode, op=op, eps=_fmt(eps), backend=backend)
+        for i, (backend, mode, op, eps) in enumerate(cases))
+    (tmp_path / "s.fair").write_text(txt)
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
-    v = pipeline.check(tmp_path / "s.fair").verdicts[0]
-    assert v.status == "unknown" and "forall c" in v.reason
+    got = {v.name: v for v in pipeline.check(tmp_path / "s.fair").verdicts}
+    for i, (backend, mode, op, eps) in enumerate(cases):
+        v = got[f"P{i}"]
+        _judge_forall(v, layers, K, op, eps, (backend, mode, op, eps))
+        assert v.status != "unknown", (backend, mode, op, eps, v.reason)
+        if mode == "maximize":
+            lo, hi = v.bound
+            assert lo <= D <= hi
+
+
+def test_forall_columns_one_undecided_is_unknown_naming_it(tmp_path, monkeypatch):
+    """A column left undecided (its run unknown, here made so) keeps forall c unknown, naming that column, even with
+    every other column proved; a pre-condition that reads the model's outputs is refused as for one column."""
+    from fairspec import pipeline
+    from fairspec.kinds import logit_column
+    from fairspec.verdict import unknown
+
+    _save(tmp_path, 3, 4)
+    real = logit_column.run_logit_column
+
+    def one_undecided(prop, *a):
+        return unknown(prop, "made undecided by the test") if prop.cls == 1 else real(prop, *a)
+
+    monkeypatch.setattr(logit_column, "run_logit_column", one_undecided)
+    (tmp_path / "s.fair").write_text(_SPEC.replace("INDEX", "") + _FORALL.format(
+        i=0, mode="prove", op="<=", eps="100", backend="milp") + _FORALL.format(
+        i=1, mode="prove", op="<=", eps="100", backend="milp").replace("  mode", "  require class(m(x)) == 1\n  mode"))
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    got = {v.name: v for v in pipeline.check(tmp_path / "s.fair").verdicts}
+    v = got["P0"]
+    assert v.status == "unknown" and "column 1 of 3 not decided" in v.reason and "made undecided" in v.reason, v.reason
+    assert [p["status"] for p in v.details["per_column"]] == ["holds", "unknown", "holds"]
+    assert got["P1"].status != "holds" or "superset of the pairs" in got["P1"].reason, got["P1"].reason
+    assert "internal error" not in (got["P1"].reason or "")
+
+
+def test_join_logit_columns_refuses_a_missing_column():
+    from fairspec.certify.argmax import join_logit_columns
+
+    assert join_logit_columns({}, 2, 0.5, False) is None
+    assert join_logit_columns({0: object(), 1: object()}, 2, 0.5, False) is None
 
 
 def _save(tmp_path, K, seed, still=None):

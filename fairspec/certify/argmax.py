@@ -205,3 +205,39 @@ def prove_class_stable(parts: dict, K: int):
         detail["head"] = "softmax"
     return _mint(method, f"the predicted class (argmax of {what}, first largest on ties) is the same for "
                          f"both sides of every admissible pair", **detail)
+
+
+def join_logit_columns(parts: dict, K: int, eps, strict: bool):
+    """One Proof of ``forall c: |z_c(x) - z_c(x')| op eps`` (``op`` ``<`` when ``strict``) from one Proof per
+    logit column ``c`` of the K (each the ``logit`` post of the network cut to its row ``c``): a pair that moves
+    some column beyond eps moves column c, which part c refutes. certify checks that every column of the K has
+    its Proof, and that every part recording the runtime claim it was moved to (``detail["runtime"]``,
+    :func:`fairspec.certify.claims.runtime_record`, or a direct record ``detail["record"]``) records this eps
+    and strictness and a one-output logit readout; None otherwise."""
+    from fairspec.certify.claims import exact_text
+    from fairspec.certify.proof import Proof, _mint
+
+    if K < 1 or set(parts) != set(range(K)) or not all(isinstance(parts[c], Proof) for c in range(K)):
+        return None
+    want = exact_text(eps)
+    for c in range(K):
+        d = parts[c].detail
+        for rec in (d.get("runtime"), d.get("record")):
+            if not isinstance(rec, dict):
+                continue
+            if rec.get("eps") != want or rec.get("eps_strict") != bool(strict):
+                return None
+            r = rec.get("readout")
+            if r is not None and list(r) != ["logit", 0]:
+                return None
+            if rec.get("post") not in (None, "logit"):
+                return None
+        if d.get("post") not in (None, "logit"):
+            return None
+    leaves = [parts[c].detail.get("leaves") for c in range(K)]
+    detail = {"columns": K, "cases": [parts[c].to_json() for c in range(K)],
+              "case_summaries": [parts[c].summary for c in range(K)]}
+    if all(isinstance(n, int) for n in leaves):
+        detail["leaves"] = sum(leaves)
+    return _mint("per-column", f"|z_c(x) - z_c(x')| {'<' if strict else '<='} {want} for each of the {K} logit "
+                               f"columns c and every admissible pair", **detail)
