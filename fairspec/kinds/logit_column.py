@@ -289,12 +289,15 @@ def run_logit_columns(prop: ir.IndividualFairness, ctx, progress, backend: str, 
             notes.append(f"no maximum over the columns: column{'s' if len(lacking) > 1 else ''} "
                          f"{', '.join(map(str, lacking))} {'have' if len(lacking) > 1 else 'has'} no certified bound")
             details["maximum"] = notes[-1]
+            details["notes"] = [*details.get("notes", ()), notes[-1]]      # printed under the verdict
     seconds = time.perf_counter() - t0
     if found is not None:
         w = found
         if mode == "maximize":
             w = replace(w, bound=extra.get("bound"), value=extra.get("value", w.value))
-        return replace(w, seconds=seconds, details={**(w.details or {}), **details, "class": w.details["class"]})
+        notes_ = [*(w.details or {}).get("notes", ()), *details.get("notes", ())]
+        return replace(w, seconds=seconds, details={**(w.details or {}), **details, "class": w.details["class"],
+                                                    **({"notes": notes_} if notes_ else {})})
     if len(proofs) == K:
         from fairspec.certify.argmax import join_logit_columns
 
