@@ -202,8 +202,42 @@ def test_forall_columns_one_undecided_is_unknown_naming_it(tmp_path, monkeypatch
 def test_join_logit_columns_refuses_a_missing_column():
     from fairspec.certify.argmax import join_logit_columns
 
-    assert join_logit_columns({}, 2, 0.5, False) is None
-    assert join_logit_columns({0: object(), 1: object()}, 2, 0.5, False) is None
+    layers = _net(np.random.default_rng(4), 2, None)
+    assert join_logit_columns({}, layers, 0.5, False) is None
+    assert join_logit_columns({0: object(), 1: object()}, layers, 0.5, False) is None
+
+
+@pytest.mark.parametrize("swap", [{1: 0}, {1: 2, 2: 1}, {0: 1}])
+def test_forall_columns_refuses_a_part_about_another_column(tmp_path, monkeypatch, swap):
+    """Each column's part is about its own column of this network: a part proved for another column (column 0's
+    proof given for column 1 too, columns 1 and 2 swapped, column 1's for column 0) is refused by certify
+    (certify.argmax.join_logit_columns: the fingerprint of the network cut to the column), so forall c is unknown,
+    not holds. It was holds (the join checked only that every column had a proof of this eps)."""
+    from dataclasses import replace
+
+    from fairspec import pipeline
+    from fairspec.kinds import logit_column
+
+    layers = _save(tmp_path, 3, 4)
+    assert len({(tuple(layers[-1][0][c]), layers[-1][1][c]) for c in range(3)}) == 3      # three distinct columns
+    real = logit_column.run_logit_column
+
+    def other_column(prop, *a):
+        return real(replace(prop, cls=swap.get(prop.cls, prop.cls)), *a)
+
+    (tmp_path / "s.fair").write_text(_SPEC.replace("INDEX", "") + _FORALL.format(
+        i=0, mode="prove", op="<=", eps="100", backend="milp") + _FORALL.format(
+        i=1, mode="prove", op="<=", eps="100", backend="smt") + _FORALL.format(
+        i=2, mode="prove", op="<=", eps="100", backend="milp").replace("  mode", "  partitions = 2\n  mode"))
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    got = {v.name: v for v in pipeline.check(tmp_path / "s.fair").verdicts}
+    assert [got[f"P{i}"].status for i in range(3)] == ["holds"] * 3, [v.reason for v in got.values()]
+    monkeypatch.setattr(logit_column, "run_logit_column", other_column)
+    got = {v.name: v for v in pipeline.check(tmp_path / "s.fair").verdicts}
+    for i in range(3):
+        v = got[f"P{i}"]
+        assert v.status == "unknown" and v.proof is None, (i, v.status, v.reason)
+        assert "certify did not join the columns' proofs" in v.reason, v.reason
 
 
 def _save(tmp_path, K, seed, still=None):

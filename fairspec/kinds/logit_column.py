@@ -301,7 +301,8 @@ def run_logit_columns(prop: ir.IndividualFairness, ctx, progress, backend: str, 
     if len(proofs) == K:
         from fairspec.certify.argmax import join_logit_columns
 
-        proof = join_logit_columns(proofs, K, prop.eps, bool(prop.eps_strict))
+        scale, shift = _scaling(prop, ctx)
+        proof = None if scale is None else join_logit_columns(proofs, raw, prop.eps, bool(prop.eps_strict), scale, shift)
         if proof is not None:
             return Verdict(prop.name, prop.kind, "holds", how="proved", backend=backend, seconds=seconds,
                            details=details, proof=proof, **extra,
@@ -311,6 +312,20 @@ def run_logit_columns(prop: ir.IndividualFairness, ctx, progress, backend: str, 
     return unknown(prop, f"column{'s' if len(undecided) > 1 else ''} {', '.join(map(str, undecided))} of {K} not "
                          f"decided: " + "; ".join(why) + (f" ({notes[0]})" if notes else ""),
                    backend=backend, seconds=seconds, details=details, **extra)
+
+
+def _scaling(prop, ctx):
+    """The encoding's affine scaling ``(scale, shift)`` (model input ``u = scale * v + shift``) each column's run
+    folded into its network (kinds.lowering.lower_pair, which reads no pre-condition for it); (None, None) when
+    it does not lower."""
+    from fairspec.kinds.lowering import Unsupported, lower_pair
+
+    try:
+        low = lower_pair(replace(prop, pre=(), post="logit", cls=None), ctx.spec.feature_set(prop.features),
+                         ctx.encoding(prop.model))
+    except (Unsupported, ValueError):
+        return None, None
+    return low.scale, low.shift
 
 
 def _replayed_forall(prop, model, v: Verdict, c: int, backend: str, t0: float) -> Verdict:
