@@ -324,6 +324,64 @@ def test_torch_logit_column_against_brute_force(tmp_path, monkeypatch, seed, hal
         assert lo <= D <= hi
 
 
+@pytest.mark.parametrize("seed,half", [(4, False), (13, True), (15, False)])
+def test_torch_forall_columns_against_brute_force(tmp_path, monkeypatch, seed, half):
+    """forall c on a torch K = 3 logit module (float32, float16 `.half()`): eps the largest difference over the
+    columns holds with `<=` (milp, smt: every column proved, certify's per-column join) and is violated with `<`
+    by a pair torch's own forward pass confirms."""
+    pytest.importorskip("torch")
+    import test_torch_multi_output as T
+
+    seq = T._seq(seed, 3, False, False, half)
+    A, B = T._pairs(T._outputs(seq, T._grid()))
+    D = max(abs(Fraction(float(p)) - Fraction(float(q))) for p, q in zip(A.ravel(), B.ravel()))
+    assert D > 0                      # (seeds whose protected input moves a column: `<` is violated)
+    text = repr(float(D))
+    post = "forall c: |logit(m(x), c) - logit(m(x'), c)| {op} " + text
+    props = [T._prop("le", post.format(op="<="), "milp", "prove"), T._prop("le_smt", post.format(op="<="), "smt", "prove"),
+             T._prop("lt", post.format(op="<"), "milp", "prove")]
+    out = T._run(tmp_path, monkeypatch, seq, 'torch("m.pt", score = logit)', props)
+
+    def broken(op):
+        def check(x, xp):
+            Z = T._encoded(seq, (x, xp))
+            g = max(abs(Fraction(float(Z[0, c])) - Fraction(float(Z[1, c]))) for c in range(3))
+            return g > D or (op == "<" and g >= D)
+        return check
+
+    for name in ("le", "le_smt"):
+        T._judge(out[name], False, broken("<="))
+        assert out[name]["status"] == "holds", out[name]
+        assert out[name]["proof"]["method"] == "per-column", out[name]["proof"]
+    T._judge(out["lt"], True, broken("<"))
+    assert out["lt"]["status"] == "violated", out["lt"]
+
+
+def test_forall_columns_maximize_says_there_is_no_maximum_without_every_columns_bound(tmp_path, monkeypatch):
+    """maximize over the columns: a column without its certified bound (its run made unknown here) leaves no
+    maximum; the verdict says so in its reason and in its notes (printed under it), and gives no bound."""
+    from fairspec import pipeline
+    from fairspec.kinds import logit_column
+    from fairspec.report import verdict_notes
+    from fairspec.verdict import unknown
+
+    _save(tmp_path, 3, 4)
+    real = logit_column.run_logit_column
+
+    def one_unbounded(prop, *a):
+        return unknown(prop, "made undecided by the test") if prop.cls == 1 else real(prop, *a)
+
+    monkeypatch.setattr(logit_column, "run_logit_column", one_unbounded)
+    (tmp_path / "s.fair").write_text(_SPEC.replace("INDEX", "") + _FORALL.format(
+        i=0, mode="maximize", op="<=", eps="100", backend="milp"))
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    (v,) = pipeline.check(tmp_path / "s.fair").verdicts
+    said = "no maximum over the columns: column 1 has no certified bound"
+    assert v.status == "unknown" and v.bound is None, (v.status, v.bound, v.reason)
+    assert said in v.reason and said in verdict_notes(v), (v.reason, verdict_notes(v))
+    assert [p["status"] for p in v.details["per_column"]] == ["holds", "unknown", "holds"]
+
+
 @pytest.mark.parametrize("seed", [10, 11])
 def test_pre_condition_and_tolerance_against_brute_force(tmp_path, monkeypatch, seed):
     """A further require (x.a >= 2) and a tolerance (|x.b - x'.b| <= 1) on the column's logit post: eps the largest
