@@ -241,8 +241,10 @@ def join_logit_columns(parts: dict, base_net, eps, strict: bool, scale=None, shi
     by its E as :func:`fairspec.certify.pairlp.moved_threshold` moves it; a partitioned proof's
     ``detail["whole"]``) is the ``logit`` post of a one-output logit readout with this eps and strictness, in
     one precision for all. None otherwise."""
+    import math
+
     from fairspec.certify.claims import exact_text, net_fingerprint
-    from fairspec.certify.pairlp.query import moved_threshold
+    from fairspec.certify.exact import threshold_of
     from fairspec.certify.proof import Proof, _mint
 
     try:
@@ -269,8 +271,12 @@ def join_logit_columns(parts: dict, base_net, eps, strict: bool, scale=None, shi
             if d.get("post") != "logit":
                 return None
             try:
-                thr, st = moved_threshold("logit", Fraction(want), float(rt["runtime_error"]), bool(strict))
-                if Fraction(d["threshold"]) != thr or d.get("strict") is not st:
+                # pairlp.moved_threshold of the logit post (not imported: pairlp.query -> network -> argmax):
+                # |z - z'| op eps on the runtime within E of the proof's network when z - z' op' eps - 2E
+                E = float(rt["runtime_error"])
+                if not (math.isfinite(E) and E >= 0):
+                    return None
+                if Fraction(d["threshold"]) != threshold_of(eps) - 2 * Fraction(E) or d.get("strict") is not bool(strict):
                     return None
             except (KeyError, TypeError, ValueError, ArithmeticError):
                 return None
