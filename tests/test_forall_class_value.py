@@ -82,3 +82,40 @@ def test_the_reports_name_the_class_of_the_outputs(tmp_path):
     from fairspec.report.html import render
 
     assert "<td>model output (class 1)</td><td>0.101814</td><td>0.167911</td>" in render(Report(str(tmp_path / "s.fair"), [], verdicts=[v]))
+
+
+def test_the_softmax_attacks_witness_shows_the_pairs_largest_class(tmp_path, monkeypatch):
+    """A logit network beyond enumeration (kinds.class_prob's softmax attack): sex moves class 0's probability by
+    0.121 and class 2's by 0.243. The attack tries class 0 first; the verdict's value is the pair's largest class
+    difference and the witness shows class 2. It said class 0, 0.121 (the branch meant for forall c tested
+    `cls is None`, which forall c never is: its class is ir.EVERY_CLASS)."""
+    onnx = pytest.importorskip("onnx")
+    from fairspec import pipeline
+    from onnx_nets import mlp_model
+
+    W = np.array([[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 1.0]])
+    m = mlp_model([(W, np.zeros(3), False)], "Identity", "logits", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    (tmp_path / "s.fair").write_text("""features F {
+  a : int in [0, 300]
+  b : int in [0, 400]
+  sex : {F, M} protected
+}
+model m = onnx("m.onnx", score = logit)
+encode F for m { a : raw  b : raw  sex : onehot }
+property every_class {
+  forall x, x' : F
+  require x.* == x'.* except {sex}
+  ensure forall c : |prob(m(x), c) - prob(m(x'), c)| <= 0.02
+  using milp
+}
+""")
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    (v,) = pipeline.check(tmp_path / "s.fair").verdicts
+    assert v.status == "violated", v.reason
+    z = np.array([[0.0, 0.0, v.witness.x[3]], [0.0, 0.0, v.witness.x_prime[3]]])
+    P = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    c, measure = _largest(P)
+    assert c == 2 and v.details["class"] == 2, (v.details["class"], v.reason)
+    assert abs(v.value - measure) < 1e-6 and v.value > 0.24, v.value

@@ -113,23 +113,131 @@ def test_logit_column_against_brute_force(tmp_path, monkeypatch, K, c, seed, sti
     assert decided >= len(cases) - 2, [(c_, got[f"P{i}"].status, got[f"P{i}"].reason) for i, c_ in enumerate(cases)]
 
 
-def test_forall_classes_stays_unknown(tmp_path, monkeypatch):
-    onnx = pytest.importorskip("onnx")
+_FORALL = """property P{i} {{
+  forall x, x' : F
+  require x.* == x'.* except {{sex}}
+  mode = {mode}
+  ensure forall c: |logit(m(x), c) - logit(m(x'), c)| {op} {eps}
+  using {backend}
+}}
+"""
+
+
+def _judge_forall(v, layers, K, op, eps, where):
+    """``v`` against brute force: holds only when no column moves beyond eps, proved, its proof naming every column;
+    violated only when one does, its witness's column c breaking the post on the runtime (its logits shown)."""
+    Ds = [_truth(layers, c) for c in range(K)]
+    D = max(Ds)
+    broken = D > eps or (op == "<" and D >= eps)
+    assert v.status in ("violated" if broken else "holds", "unknown"), (where, Ds, v.status, v.reason)
+    if v.status == "holds":
+        assert v.how == "proved" and v.proof is not None, where
+        assert v.proof.method == "per-column" and v.proof.detail["columns"] == K, v.proof.to_json()
+        assert f"every one of {K} logit columns proved" in v.label, v.label
+        assert [p["column"] for p in v.details["per_column"]] == list(range(K))
+    if v.status == "violated":
+        c = v.details["class"]
+        x, xp = v.witness.outputs
+        d = abs(Fraction(x) - Fraction(xp))
+        assert d > Fraction(eps) or op == "<" and d >= Fraction(eps), where
+        assert d <= Fraction(Ds[c]), where              # column c's logits on the runtime (float32 exact here)
+    return D
+
+
+@pytest.mark.parametrize("K,seed,still", [(3, 4, None), (3, 6, 1), (2, 7, None), (3, 21, 0), (2, 22, None)])
+def test_forall_columns_against_brute_force(tmp_path, monkeypatch, K, seed, still):
+    """forall c beyond small domains (session 35): the conjunction of the K one-column runs, against brute force.
+    eps the largest column's difference (`<=` proved, `<` violated), a smaller column's (violated, by the largest
+    column), half of it; milp and smt, prove and maximize (whose interval holds the largest difference). It was
+    unknown ("not yet decided ... forall c")."""
     from fairspec import pipeline
 
-    m = mlp_model(_net(np.random.default_rng(0), 3, None), "Identity", "logits", batch="N")
-    m.ir_version = 8
-    onnx.save(m, str(tmp_path / "m.onnx"))
-    (tmp_path / "s.fair").write_text(_SPEC.replace("INDEX", "") + """property P {
-  forall x, x' : F
-  require x.* == x'.* except {sex}
-  ensure forall c: |logit(m(x), c) - logit(m(x'), c)| <= 0.5
-  using milp
-}
-""")
+    layers = _save(tmp_path, K, seed, still)
+    Ds = sorted({_truth(layers, c) for c in range(K)})
+    D = Ds[-1]
+    cases = [("milp", "prove", "<=", D), ("milp", "prove", "<", D), ("smt", "prove", "<=", D),
+             ("milp", "maximize", "<=", D), ("milp", "prove", "<=", Ds[0]), ("smt", "prove", "<=", D / 2)]
+    cases = [c for c in cases if c[3] > 0 or c[2] == "<="]
+    txt = _SPEC.replace("INDEX", ", index = 1" if K == 2 else "") + "".join(
+        _FORALL.format(i=i, mode=mode, op=op, eps=_fmt(eps), backend=backend)
+        for i, (backend, mode, op, eps) in enumerate(cases))
+    (tmp_path / "s.fair").write_text(txt)
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
-    v = pipeline.check(tmp_path / "s.fair").verdicts[0]
-    assert v.status == "unknown" and "forall c" in v.reason
+    got = {v.name: v for v in pipeline.check(tmp_path / "s.fair").verdicts}
+    for i, (backend, mode, op, eps) in enumerate(cases):
+        v = got[f"P{i}"]
+        _judge_forall(v, layers, K, op, eps, (backend, mode, op, eps))
+        assert v.status != "unknown", (backend, mode, op, eps, v.reason)
+        if mode == "maximize":
+            lo, hi = v.bound
+            assert lo <= D <= hi
+
+
+def test_forall_columns_one_undecided_is_unknown_naming_it(tmp_path, monkeypatch):
+    """A column left undecided (its run unknown, here made so) keeps forall c unknown, naming that column, even with
+    every other column proved; a pre-condition that reads the model's outputs is refused as for one column."""
+    from fairspec import pipeline
+    from fairspec.kinds import logit_column
+    from fairspec.verdict import unknown
+
+    _save(tmp_path, 3, 4)
+    real = logit_column.run_logit_column
+
+    def one_undecided(prop, *a):
+        return unknown(prop, "made undecided by the test") if prop.cls == 1 else real(prop, *a)
+
+    monkeypatch.setattr(logit_column, "run_logit_column", one_undecided)
+    (tmp_path / "s.fair").write_text(_SPEC.replace("INDEX", "") + _FORALL.format(
+        i=0, mode="prove", op="<=", eps="100", backend="milp") + _FORALL.format(
+        i=1, mode="prove", op="<=", eps="100", backend="milp").replace("  mode", "  require class(m(x)) == 1\n  mode"))
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    got = {v.name: v for v in pipeline.check(tmp_path / "s.fair").verdicts}
+    v = got["P0"]
+    assert v.status == "unknown" and "column 1 of 3 not decided" in v.reason and "made undecided" in v.reason, v.reason
+    assert [p["status"] for p in v.details["per_column"]] == ["holds", "unknown", "holds"]
+    assert got["P1"].status != "holds" or "superset of the pairs" in got["P1"].reason, got["P1"].reason
+    assert "internal error" not in (got["P1"].reason or "")
+
+
+def test_join_logit_columns_refuses_a_missing_column():
+    from fairspec.certify.argmax import join_logit_columns
+
+    layers = _net(np.random.default_rng(4), 2, None)
+    assert join_logit_columns({}, layers, 0.5, False) is None
+    assert join_logit_columns({0: object(), 1: object()}, layers, 0.5, False) is None
+
+
+@pytest.mark.parametrize("swap", [{1: 0}, {1: 2, 2: 1}, {0: 1}])
+def test_forall_columns_refuses_a_part_about_another_column(tmp_path, monkeypatch, swap):
+    """Each column's part is about its own column of this network: a part proved for another column (column 0's
+    proof given for column 1 too, columns 1 and 2 swapped, column 1's for column 0) is refused by certify
+    (certify.argmax.join_logit_columns: the fingerprint of the network cut to the column), so forall c is unknown,
+    not holds. It was holds (the join checked only that every column had a proof of this eps)."""
+    from dataclasses import replace
+
+    from fairspec import pipeline
+    from fairspec.kinds import logit_column
+
+    layers = _save(tmp_path, 3, 4)
+    assert len({(tuple(layers[-1][0][c]), layers[-1][1][c]) for c in range(3)}) == 3      # three distinct columns
+    real = logit_column.run_logit_column
+
+    def other_column(prop, *a):
+        return real(replace(prop, cls=swap.get(prop.cls, prop.cls)), *a)
+
+    (tmp_path / "s.fair").write_text(_SPEC.replace("INDEX", "") + _FORALL.format(
+        i=0, mode="prove", op="<=", eps="100", backend="milp") + _FORALL.format(
+        i=1, mode="prove", op="<=", eps="100", backend="smt") + _FORALL.format(
+        i=2, mode="prove", op="<=", eps="100", backend="milp").replace("  mode", "  partitions = 2\n  mode"))
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    got = {v.name: v for v in pipeline.check(tmp_path / "s.fair").verdicts}
+    assert [got[f"P{i}"].status for i in range(3)] == ["holds"] * 3, [v.reason for v in got.values()]
+    monkeypatch.setattr(logit_column, "run_logit_column", other_column)
+    got = {v.name: v for v in pipeline.check(tmp_path / "s.fair").verdicts}
+    for i in range(3):
+        v = got[f"P{i}"]
+        assert v.status == "unknown" and v.proof is None, (i, v.status, v.reason)
+        assert "certify did not join the columns' proofs" in v.reason, v.reason
 
 
 def _save(tmp_path, K, seed, still=None):
@@ -214,6 +322,64 @@ def test_torch_logit_column_against_brute_force(tmp_path, monkeypatch, seed, hal
     if out["mx"]["status"] != "unknown" and out["mx"].get("bound"):
         lo, hi = out["mx"]["bound"]
         assert lo <= D <= hi
+
+
+@pytest.mark.parametrize("seed,half", [(4, False), (13, True), (15, False)])
+def test_torch_forall_columns_against_brute_force(tmp_path, monkeypatch, seed, half):
+    """forall c on a torch K = 3 logit module (float32, float16 `.half()`): eps the largest difference over the
+    columns holds with `<=` (milp, smt: every column proved, certify's per-column join) and is violated with `<`
+    by a pair torch's own forward pass confirms."""
+    pytest.importorskip("torch")
+    import test_torch_multi_output as T
+
+    seq = T._seq(seed, 3, False, False, half)
+    A, B = T._pairs(T._outputs(seq, T._grid()))
+    D = max(abs(Fraction(float(p)) - Fraction(float(q))) for p, q in zip(A.ravel(), B.ravel()))
+    assert D > 0                      # (seeds whose protected input moves a column: `<` is violated)
+    text = repr(float(D))
+    post = "forall c: |logit(m(x), c) - logit(m(x'), c)| {op} " + text
+    props = [T._prop("le", post.format(op="<="), "milp", "prove"), T._prop("le_smt", post.format(op="<="), "smt", "prove"),
+             T._prop("lt", post.format(op="<"), "milp", "prove")]
+    out = T._run(tmp_path, monkeypatch, seq, 'torch("m.pt", score = logit)', props)
+
+    def broken(op):
+        def check(x, xp):
+            Z = T._encoded(seq, (x, xp))
+            g = max(abs(Fraction(float(Z[0, c])) - Fraction(float(Z[1, c]))) for c in range(3))
+            return g > D or (op == "<" and g >= D)
+        return check
+
+    for name in ("le", "le_smt"):
+        T._judge(out[name], False, broken("<="))
+        assert out[name]["status"] == "holds", out[name]
+        assert out[name]["proof"]["method"] == "per-column", out[name]["proof"]
+    T._judge(out["lt"], True, broken("<"))
+    assert out["lt"]["status"] == "violated", out["lt"]
+
+
+def test_forall_columns_maximize_says_there_is_no_maximum_without_every_columns_bound(tmp_path, monkeypatch):
+    """maximize over the columns: a column without its certified bound (its run made unknown here) leaves no
+    maximum; the verdict says so in its reason and in its notes (printed under it), and gives no bound."""
+    from fairspec import pipeline
+    from fairspec.kinds import logit_column
+    from fairspec.report import verdict_notes
+    from fairspec.verdict import unknown
+
+    _save(tmp_path, 3, 4)
+    real = logit_column.run_logit_column
+
+    def one_unbounded(prop, *a):
+        return unknown(prop, "made undecided by the test") if prop.cls == 1 else real(prop, *a)
+
+    monkeypatch.setattr(logit_column, "run_logit_column", one_unbounded)
+    (tmp_path / "s.fair").write_text(_SPEC.replace("INDEX", "") + _FORALL.format(
+        i=0, mode="maximize", op="<=", eps="100", backend="milp"))
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    (v,) = pipeline.check(tmp_path / "s.fair").verdicts
+    said = "no maximum over the columns: column 1 has no certified bound"
+    assert v.status == "unknown" and v.bound is None, (v.status, v.bound, v.reason)
+    assert said in v.reason and said in verdict_notes(v), (v.reason, verdict_notes(v))
+    assert [p["status"] for p in v.details["per_column"]] == ["holds", "unknown", "holds"]
 
 
 @pytest.mark.parametrize("seed", [10, 11])

@@ -221,3 +221,62 @@ def test_a_real_s_hull_holds_every_value_meeting_an_arithmetic_or_not_bound(tmp_
             if any(bool(pre._exact(atom, env, read)) for read in (_as_float, _as_decimal)):
                 assert lo <= v <= hi, (req, v, lo, hi)
     assert narrowed >= 30, narrowed
+
+
+def test_no_pair_from_arithmetic_or_not_against_brute_force(tmp_path):
+    """Session 35: a pre-condition whose arithmetic / `not` conjuncts on the tied int b leave it no whole number
+    (`x.b * 2 == 7`; `x.b * 2 >= 7` with `not (x.b > 2)`; `x.b * 2 > 30` past [-12, 12]) holds vacuously
+    (fairspec.ir.no_pair, read by certify.no_pair and lint's FS509). Brute force over b's domain against PairPre's
+    exact reading: "no pair" only where no value meets the conjuncts in EITHER reading of the constants; where the
+    readings part (`x.b * 0.1 == 0.3`: 3 in decimals, none in floats) it is not said."""
+    from fairspec.ir.no_pair import _as_decimal, _as_float, no_pair_reason
+    from fairspec.kinds.pair_pre import PairPre
+
+    rng = np.random.default_rng(35)
+    atoms = _atoms(rng, 120) + ["x.b * 2 > 30", "x.b * 0.1 == 0.3", "x.b * 0.5 == 0.75", "not (x.b >= -12)"]
+    reqs = [a for a in atoms[-4:]]
+    reqs += [f"{atoms[rng.integers(len(atoms))]} and {atoms[rng.integers(len(atoms))]}" for _ in range(300)]
+    reqs += ["x.b * 2 == 7", "x.b * 2 >= 7 and not (x.b > 2)", "x.b * 2 >= 7 and x.b <= 3", "x.b * 2 + 1 < 0 and x.b >= 0"]
+    spec = _props(tmp_path, reqs)
+    said = empty = 0
+    for req, prop in zip(reqs, spec.properties):
+        fs = spec.feature_set(prop.features)
+        why = no_pair_reason(prop, fs)
+        pre = PairPre(prop, fs, {n: np.zeros(2) for n in ("a", "b", "r")})
+        met = {}
+        for read in (_as_float, _as_decimal):
+            met[read.__name__] = False
+            for b in range(-12, 13):
+                env = {(v, n): Fraction(b) if n == "b" else Fraction(0) for v in (prop.var, prop.var_prime)
+                       for n in ("a", "b", "r")}
+                try:
+                    ok = all(bool(pre._exact(atom, env, read)) for atom in prop.pre)
+                except Exception:  # noqa: BLE001 - a division by zero: no emptiness may be claimed
+                    assert why is None, req
+                    ok = True
+                met[read.__name__] |= ok
+        empty += not any(met.values())
+        if why is not None:
+            said += 1
+            assert not any(met.values()), (req, why, met)
+    assert said >= 20 and said <= empty, (said, empty)
+    by = dict(zip(reqs, spec.properties))
+    for req in ("x.b * 2 == 7", "x.b * 2 >= 7 and not (x.b > 2)", "x.b * 2 > 30", "x.b * 0.5 == 0.75"):
+        p = by[req]
+        assert no_pair_reason(p, spec.feature_set(p.features)) is not None, req
+    p = by["x.b * 0.1 == 0.3"]
+    assert no_pair_reason(p, spec.feature_set(p.features)) is None
+
+
+@pytest.mark.parametrize("req", ["x.a * 2 == 7", "x.a * 2 >= 7 and not (x.a > 2)", "not (x.a <= 9)"])
+def test_empty_derived_bounds_hold_vacuously(tmp_path, req, monkeypatch):
+    """The relaxation's derived bounds of the tied int a leave no whole number (in both readings): no pair meets the
+    pre-condition, so the property holds (proved, vacuously, said so) whatever the network computes. It was unknown
+    (the relaxation dropped the empty bounds, and a flip outside them was no witness)."""
+    from test_pre_relax import _spec
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    dyadic_net(tmp_path / "m.onnx", 0)
+    v = _spec(tmp_path, "s", req, "label(m(x)) == label(m(x'))", "  using milp\n")
+    assert (v.status, v.how) == ("holds", "proved"), v.reason
+    assert v.proof is not None and v.proof.method == "exact-arithmetic" and "vacuous" in " ".join(v.details["notes"])

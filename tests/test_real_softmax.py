@@ -183,7 +183,7 @@ def test_a_class_past_a_symbolic_width_is_fs417_at_check(tmp_path, post):
 
 def test_logit_of_a_one_column_logit_network(tmp_path, monkeypatch):
     """Review 4: logit(m(x), c) of a one-column logit network z is z for c = 1 and -z for c = 0 (readout.class_logit,
-    as prob(m(x), c) is [1 - p, p]), enumerated without an internal error; the solvers decide one class c (forall c: unknown, not yet)."""
+    as prob(m(x), c) is [1 - p, p]), enumerated without an internal error; the solvers decide one class c and forall c."""
     from fairspec import pipeline
 
     _save(tmp_path, [[0, 0, 0, 0.5, 0]], [1.0])
@@ -198,10 +198,13 @@ def test_logit_of_a_one_column_logit_network(tmp_path, monkeypatch):
     assert sorted(map(abs, got["p2"].witness.outputs)) == [1.0, 1.5]
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
     # the solvers (session 34): one class c is the binary logit post of z (|-z + z'| = |z - z'|), decided as the
-    # enumeration decides it, a witness's outputs being column c's logits; forall c is not yet decided
+    # enumeration decides it, a witness's outputs being column c's logits; forall c (session 35): both columns move
+    # by |z - z'|, the logit post run once, its witness replayed with the post as written
     again = {v.name: v for v in pipeline.check(spec).verdicts}
-    assert [again[f"p{i}"].status for i in range(5)] == ["holds", "holds", "violated", "unknown", "unknown"], \
+    assert [again[f"p{i}"].status for i in range(5)] == ["holds", "holds", "violated", "holds", "violated"], \
         [v.reason for v in again.values()]
+    assert again["p3"].proof is not None and again["p4"].details["class"] == 1
+    assert sorted(map(abs, again["p4"].witness.outputs)) == [1.0, 1.5]
     assert all("internal error" not in (v.reason or "") for v in again.values())
     assert again["p0"].proof is not None and again["p1"].proof is not None
     w = again["p2"].witness

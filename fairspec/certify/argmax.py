@@ -205,3 +205,99 @@ def prove_class_stable(parts: dict, K: int):
         detail["head"] = "softmax"
     return _mint(method, f"the predicted class (argmax of {what}, first largest on ties) is the same for "
                          f"both sides of every admissible pair", **detail)
+
+
+def column_network(base_net, c: int, scale=None, shift=None) -> list[tuple[np.ndarray, np.ndarray, bool]]:
+    """Logit column ``c`` of the K-output network ``base_net`` alone: its last layer cut to row ``c``, then the
+    encoding's affine scaling (model input ``u = scale * v + shift``; None: none) folded into the first layer,
+    in that order and with that arithmetic (``W * scale``, ``b + W @ shift``), as each column's run builds the
+    network its proof is about (kinds.logit_column cuts, kinds.lowering.fold_scaling folds)."""
+    layers = as_layers(base_net)
+    W, b, relu = layers[-1]
+    if not 0 <= int(c) < W.shape[0]:
+        raise ValueError(f"the network has no logit column {c}")
+    layers = layers[:-1] + [(np.array(W[c:c + 1], dtype=np.float64), np.array(b[c:c + 1], dtype=np.float64), relu)]
+    if scale is not None or shift is not None:
+        n = layers[0][0].shape[1]
+        sc = np.ones(n) if scale is None else np.asarray(scale, dtype=np.float64).reshape(-1)
+        sh = np.zeros(n) if shift is None else np.asarray(shift, dtype=np.float64).reshape(-1)
+        if sc.shape != (n,) or sh.shape != (n,):
+            raise ValueError("the scaling does not fit the network's inputs")
+        W0, b0, r0 = layers[0]
+        layers[0] = (W0 * sc[None, :], b0 + W0 @ sh, r0)
+    return layers
+
+
+def join_logit_columns(parts: dict, base_net, eps, strict: bool, scale=None, shift=None):
+    """One Proof of ``forall c: |z_c(x) - z_c(x')| op eps`` (``op`` ``<`` when ``strict``) of the K-output network
+    ``base_net`` (model inputs; ``scale`` / ``shift`` the encoding's affine scaling, :func:`column_network`) from
+    one Proof per logit column ``c`` of the K (each the ``logit`` post of the network cut to its row ``c``): a
+    pair that moves some column beyond eps moves column c, which part c refutes. certify checks that the parts
+    are keyed 0..K-1 and that each is about its own column of THIS network: the pair question it records
+    (``detail["pair"]``, :func:`fairspec.certify.claims.pair_scope`) names the fingerprint of
+    :func:`column_network` ``(base_net, c)`` (a part about another column, or one part given for two columns,
+    is refused unless the two columns are the same network) and the same pair question otherwise as every
+    other part; and the claim it records (a real-arithmetic proof's ``detail["runtime"]``, its threshold moved
+    by its E as :func:`fairspec.certify.pairlp.moved_threshold` moves it; a partitioned proof's
+    ``detail["whole"]``) is the ``logit`` post of a one-output logit readout with this eps and strictness, in
+    one precision for all. None otherwise."""
+    import math
+
+    from fairspec.certify.claims import exact_text, net_fingerprint
+    from fairspec.certify.exact import threshold_of
+    from fairspec.certify.proof import Proof, _mint
+
+    try:
+        K = as_layers(base_net)[-1][0].shape[0]
+        want_net = [net_fingerprint(column_network(base_net, c, scale, shift)) for c in range(K)]
+    except (ValueError, TypeError, IndexError):
+        return None
+    if set(parts) != set(range(K)) or not all(isinstance(parts[c], Proof) for c in range(K)):
+        return None
+    want = exact_text(eps)
+    scopes, precisions = [], set()
+    for c in range(K):
+        p = parts[c]
+        d = p.detail
+        if p.method not in ("bab-certificate", "exact-smt", "interval", "enumeration", "partitioned"):
+            return None
+        pair = d.get("pair")
+        if not isinstance(pair, dict) or pair.get("net") != want_net[c]:
+            return None                     # about another network than column c of this one
+        scopes.append({k: v for k, v in pair.items() if k != "net"})
+        rt, whole = d.get("runtime"), d.get("whole")
+        if isinstance(rt, dict) and p.method in ("bab-certificate", "exact-smt") and not isinstance(whole, dict):
+            rec = rt
+            if d.get("post") != "logit":
+                return None
+            try:
+                # pairlp.moved_threshold of the logit post (not imported: pairlp.query -> network -> argmax):
+                # |z - z'| op eps on the runtime within E of the proof's network when z - z' op' eps - 2E
+                E = float(rt["runtime_error"])
+                if not (math.isfinite(E) and E >= 0):
+                    return None
+                if Fraction(d["threshold"]) != threshold_of(eps) - 2 * Fraction(E) or d.get("strict") is not bool(strict):
+                    return None
+            except (KeyError, TypeError, ValueError, ArithmeticError):
+                return None
+        elif isinstance(whole, dict) and rt is None:
+            rec = whole
+            if whole.get("post") != "logit":
+                return None
+        else:
+            return None                     # no record of the claim it proved
+        if rec.get("eps") != want or rec.get("eps_strict") is not bool(strict):
+            return None
+        if list(rec.get("readout") or ()) != ["logit", 0]:
+            return None
+        precisions.add(rec.get("precision"))
+    if len(precisions) != 1 or any(s != scopes[0] for s in scopes):
+        return None                         # one runtime, one pair question for every column
+    leaves = [parts[c].detail.get("leaves") for c in range(K)]
+    detail = {"columns": K, "base_net": net_fingerprint(as_layers(base_net)), "column_nets": want_net,
+              "cases": [parts[c].to_json() for c in range(K)],
+              "case_summaries": [parts[c].summary for c in range(K)]}
+    if all(isinstance(n, int) for n in leaves):
+        detail["leaves"] = sum(leaves)
+    return _mint("per-column", f"|z_c(x) - z_c(x')| {'<' if strict else '<='} {want} for each of the {K} logit "
+                               f"columns c and every admissible pair", **detail)

@@ -337,5 +337,9 @@ def combine_partitions(proofs: Sequence, boxes: Sequence, lo, hi, integer, *, ex
         return None
     if bases:
         extra["base_net"] = next(iter(bases))
+    # what the whole proof is about, as its parts were checked against it (certify.argmax.join_logit_columns
+    # reads it): the pair question (network fingerprint included) and the claim
+    extra["pair"] = expect["pair"]
+    extra["whole"] = {k: expect[k] for k in ("post", "eps", "eps_strict", "readout", "precision")}
     return _mint(method, claim, partitions=len(B), by_method=dict(sorted(by.items())),
                  box=[[float(v) + 0.0 for v in lo], [float(v) + 0.0 for v in hi]], **extra)

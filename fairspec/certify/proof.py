@@ -33,6 +33,9 @@ METHODS = {
     "per-class": "one proof per class c (each of the methods above) that no admissible pair has class c on one "
                  "side only; certify checked every class has its proof, so a pair whose predicted class changes "
                  "is one of these cases",
+    "per-column": "one proof per logit column c of a K-output network (each of the methods above) that no "
+                  "admissible pair moves column c beyond eps; certify checked every column has its proof, so a "
+                  "pair that moves some column beyond eps is one of these cases",
 }
 
 
@@ -74,6 +77,9 @@ class Proof:
             return f"{d['partitions']:,} partitions, each certified ({each})"
         if self.method == "per-class" and isinstance(d.get("case_summaries"), list):
             return "per-class proofs: " + "; ".join(f"class {c}: {s}" for c, s in enumerate(d["case_summaries"]))
+        if self.method == "per-column" and isinstance(d.get("case_summaries"), list):
+            return (f"every one of {len(d['case_summaries'])} logit columns proved: "
+                    + "; ".join(f"column {c}: {s}" for c, s in enumerate(d["case_summaries"])))
         if self.method == "enumeration":
             n = d.get("count")
             unit = d.get("unit", "points")
@@ -86,7 +92,8 @@ class Proof:
             return f"branch and bound, {n:,} certified leaves" if isinstance(n, int) else "branch and bound certificate"
         return {"exact-arithmetic": "exact arithmetic", "interval": "rigorous interval bounds",
                 "lp-certificate": "LP certificate", "exact-smt": "exact SMT",
-                "partitioned": "partitions, each certified", "per-class": "per-class proofs"}[self.method]
+                "partitioned": "partitions, each certified", "per-class": "per-class proofs",
+                "per-column": "per-column proofs"}[self.method]
 
     def __hash__(self):
         return hash((self.method, self.claim))

@@ -7,8 +7,10 @@ Decided from the spec's constants and the features' declared domains alone, exac
   the declared range, ``x.age > 90`` for ``age : int in [18, 80]``; an int feature takes whole
   numbers only, so ``x.age > 50 and x.age < 51`` is empty too). A feature the pair ties
   (neither in ``except {...}`` nor relaxed) is one value: ``x.age > 50`` with ``x'.age < 30`` is
-  empty. Conjunctions only: an ``or``, a ``not``, arithmetic or a category test is left out, which
-  can only make the set larger, so "empty" stays true;
+  empty. Conjunctions only: an ``or``, a category test is left out, which can only make the set
+  larger, so "empty" stays true; arithmetic or ``not`` on ONE int feature the pair ties (``x.a * 2 == 3``,
+  ``not (x.a < 3)``) is read as the whole numbers it leaves that feature where both readings of its
+  constants give the same ones (fairspec.ir.affine.whole_bound; session 35), else left out too;
 * a relaxed feature whose two inputs' bounds lie further apart than its tolerance:
   ``|x.age - x'.age| <= 5`` with ``x.age < 30`` and ``x'.age > 40`` (an int feature: ``x.age <= 29.5``
   is ``x.age <= 29``); ``< t`` with a gap of exactly ``t`` too;
@@ -27,9 +29,9 @@ float64 subtraction of the nearest floats the bounds allow leaves it (0.49 - 0.1
 from __future__ import annotations
 
 import math
-import re
 
 from fairspec import ir
+from fairspec.ir.affine import _as_decimal, _as_float, _norm  # noqa: F401  (the readings, read from here too)
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}
 
@@ -50,30 +52,59 @@ def no_pair_reason(prop: ir.IndividualFairness, fs: ir.FeatureSet) -> str | None
     for e in prop.pre:
         for atom in _conjuncts(e):
             b = _bound(atom)
-            if b is None:
-                continue
-            var, name, op, c = b
-            feat = fs.get(name)
-            if not _finite_range(feat):
-                continue
-            dom = feat.domain
-            key = name if name in tied else f"{var}.{name}"
-            declared = f"{name} in [{_text(dom.lo)}, {_text(dom.hi)}] as declared"
-            cur = bounds.setdefault(key, [dom.lo, False, declared, dom.hi, False, declared])
-            said = f"{var}.{name} {op} {_text(c)}"
-            if op in (">", ">=", "==") and (c > cur[0] or (c == cur[0] and op == ">" and not cur[1])):
-                cur[0:3] = [c, op == ">", said]
-            if op in ("<", "<=", "==") and (c < cur[3] or (c == cur[3] and op == "<" and not cur[4])):
-                cur[3:6] = [c, op == "<", said]
-            if _empty(cur, isinstance(dom, ir.IntRange)):
-                what = f"{name} (the pair ties {v}.{name} == {v2}.{name})" if key == name else key
-                whole = ", a whole number," if isinstance(dom, ir.IntRange) else ""
-                both = cur[2] if cur[2] == cur[5] else f"{cur[2]} and {cur[5]}"
-                return f"no value of {what}{whole} meets {both}"
+            # a bound as written, else arithmetic / `not` on one tied int solved for it (both readings agreeing)
+            for var, name, op, c, said in [(*b, None)] if b is not None else _whole_bounds(atom, prop, fs):
+                why = _add(bounds, tied, var, name, op, c, said, fs, prop)
+                if why is not None:
+                    return why
     for f, t in prop.relaxed:
         why = _apart(f, t, prop.relaxed_op(f), v, v2, bounds, fs)
         if why is not None:
             return why
+    return None
+
+
+def _whole_bounds(atom, prop, fs) -> list:
+    """Arithmetic or ``not`` on one tied int feature (``x.a * 2 >= 7``, ``not (x.a < 30)``; an ``and`` of such):
+    each part's whole-number bounds where both readings of its constants give the same ones
+    (:func:`fairspec.ir.affine.whole_bound`), as ``(var, name, op, whole number, what it was said as)``. A part that
+    is none is left out (the conjunct's set is inside what the others leave)."""
+    from fairspec.ir.affine import _comparisons, whole_bound
+
+    out = []
+    for op, left, right in _comparisons(atom, False) or ():
+        got = whole_bound(op, left, right, prop, fs)
+        if got is None:
+            continue
+        var, name, least, most = got
+        said = f"a require with arithmetic or not on {var}.{name}"
+        if least is not None:
+            out.append((var, name, ">=", int(least), f"{var}.{name} >= {int(least)} ({said}, both readings)"))
+        if most is not None:
+            out.append((var, name, "<=", int(most), f"{var}.{name} <= {int(most)} ({said}, both readings)"))
+    return out
+
+
+def _add(bounds: dict, tied, var, name, op, c, said, fs, prop) -> str | None:
+    """The bound ``var.name op c`` added to ``bounds``; why no value meets them now, or None."""
+    v, v2 = prop.var, prop.var_prime
+    feat = fs.get(name)
+    if not _finite_range(feat):
+        return None
+    dom = feat.domain
+    key = name if name in tied else f"{var}.{name}"
+    declared = f"{name} in [{_text(dom.lo)}, {_text(dom.hi)}] as declared"
+    cur = bounds.setdefault(key, [dom.lo, False, declared, dom.hi, False, declared])
+    said = said or f"{var}.{name} {op} {_text(c)}"
+    if op in (">", ">=", "==") and (c > cur[0] or (c == cur[0] and op == ">" and not cur[1])):
+        cur[0:3] = [c, op == ">", said]
+    if op in ("<", "<=", "==") and (c < cur[3] or (c == cur[3] and op == "<" and not cur[4])):
+        cur[3:6] = [c, op == "<", said]
+    if _empty(cur, isinstance(dom, ir.IntRange)):
+        what = f"{name} (the pair ties {v}.{name} == {v2}.{name})" if key == name else key
+        whole = ", a whole number," if isinstance(dom, ir.IntRange) else ""
+        both = cur[2] if cur[2] == cur[5] else f"{cur[2]} and {cur[5]}"
+        return f"no value of {what}{whole} meets {both}"
     return None
 
 
@@ -229,32 +260,6 @@ def _float_apart(i, j, t: float, op: str) -> bool:
 
 def _lt(a, b) -> bool:
     return a[0] * b[1] < b[0] * a[1]
-
-
-def _norm(a):
-    g = math.gcd(a[0], a[1])
-    return a[0] // g, a[1] // g
-
-
-def _as_float(c) -> tuple[int, int]:
-    """The number a constant is stored as, exactly."""
-    return (c, 1) if isinstance(c, int) else _norm(float(c).as_integer_ratio())
-
-
-_DECIMAL = re.compile(r"(-?)(\d+)(?:\.(\d*))?(?:e([+-]?\d+))?")
-
-
-def _as_decimal(c) -> tuple[int, int]:
-    """The decimal the constant's shortest repr writes (``0.1`` is 1/10), exactly."""
-    if isinstance(c, int):
-        return c, 1
-    m = _DECIMAL.fullmatch(repr(float(c)))
-    sign, whole, frac, exp = m.groups()
-    frac = frac or ""
-    n = int(whole + frac) * (-1 if sign else 1)
-    e = int(exp or 0) - len(frac)
-    return _norm((n * 10 ** e, 1) if e >= 0 else (n, 10 ** -e))
-
 
 
 _NEGATE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}

@@ -225,7 +225,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
         moved = fragile_pair(replace(prop, cls=c), model, X2)
         if moved is not None and not moved["reproduced"]:     # within rounding: also alone and reversed
             return None, c
-        if prop.cls is None:
+        if prop.cls == ir.EVERY_CLASS:
             from fairspec.certify.enumerate import largest_class
 
             top = largest_class(P_all.T, c)

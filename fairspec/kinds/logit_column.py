@@ -17,7 +17,8 @@ reported with c's sign).
 A further pre-condition that reads the model's own outputs (``require class(m(x)) == 1``) is refused here
 (``unknown``, saying why): the cut view answers every request for the model, and would read it on column c
 alone; kinds/multi_pairs then tries its relaxation on the model itself (kinds/pre_relax: the conjunct
-dropped, a superset of the pairs), which may prove it. The verdict's witness is replayed once more here with the post as written (:func:`post_scores` of
+dropped, a superset of the pairs), which may prove it. ``forall c`` is the conjunction of the K column runs
+(:func:`run_logit_columns`). The verdict's witness is replayed once more here with the post as written (:func:`post_scores` of
 ``class_logit`` on the loaded model itself): a pair that does not break it is not reported.
 """
 
@@ -198,3 +199,152 @@ def _replayed(prop, model, v: Verdict, backend: str, t0: float) -> Verdict:
                              "runtime, so it is not reported", backend=backend, seconds=time.perf_counter() - t0,
                        details=v.details)
     return replace(v, witness=replace(w, outputs=(float(s[0]), float(s[1]))))
+
+
+def run_logit_columns(prop: ir.IndividualFairness, ctx, progress, backend: str, t0: float, kind) -> Verdict | None:
+    """``forall c: |logit(m(x), c) - logit(m(x'), c)| op eps`` of a network of logit outputs beyond small domains:
+    the conjunction of the K one-column runs (:func:`run_logit_column`, column c as the binary ``logit`` post of
+    the network cut to row c). ``holds (proved)`` only when every column is proved (certify joins the K proofs,
+    ``certify.argmax.join_logit_columns``); ``violated`` when one column is, its pair replayed once more on the
+    model with the post as written (every column, exactly), the breaking column in ``details["class"]``; else
+    ``unknown`` naming the undecided columns. The property's time budget covers the K runs (each column a share of
+    what is left); the first violated column ends the run (maximize: every column runs, for the maximum over
+    them, reported only when every column has its bound). A one-column model's two columns are z and -z, both
+    ``|z - z'|``: its ``logit(m(x))`` post, run once. None: not a model this reduction reads."""
+    import contextlib
+
+    from fairspec.planning import setting
+
+    if prop.cls != ir.EVERY_CLASS:
+        return None
+    model = ctx.model(prop.model)
+    if getattr(model, "format", "") not in ("onnx", "torch") or getattr(model, "multi", False):
+        return None
+    from fairspec.models.network import UnsupportedModel
+
+    try:
+        raw = model.folded_network()
+    except UnsupportedModel:
+        return None
+    if raw.final != "none":
+        return None
+    K = raw.layers[-1].n_out
+    if K == 1:
+        v = run_logit_column(replace(prop, cls=1), ctx, progress, backend, t0, kind)
+        if v is None:
+            return None
+        if v.status == "violated":
+            v = _replayed_forall(prop, model, v, 1, backend, t0)
+        return replace(v, details={**(v.details or {}), "column": None, "columns": 2,
+                                   "decided_as": "logit(m(x)) of the one-column model: both its logit columns "
+                                                 "(z and -z) move by |z - z'|"})
+    reads = _reads_outputs(prop)
+    if reads:
+        return unknown(prop, f"a pre-condition reads model '{prop.model}''s outputs ({reads}); forall c: logit(m(x), "
+                             "c) beyond small domains is decided on the network cut to each logit column, which does "
+                             "not compute them, so it is not decided (small discrete domains are decided by "
+                             "enumeration)", backend=backend, seconds=time.perf_counter() - t0)
+    mode = setting(prop, "mode", backend)
+    timeout = setting(prop, "timeout", backend)
+    per, proofs, undecided, why = [], {}, [], []
+    found = None
+    for k, c in enumerate(range(K)):
+        left = ctx.remaining(timeout)
+        if left is not None and left <= 0.0:
+            undecided.extend(range(c, K))
+            why.append(f"columns {', '.join(map(str, range(c, K)))}: the time budget is spent")
+            break
+        share = contextlib.nullcontext() if left is None else ctx.capped(left / (K - k))
+        with share:
+            v = run_logit_column(replace(prop, cls=c), ctx, progress, backend, time.perf_counter(), kind)
+        if v is None:
+            return None
+        per.append({"column": c, "status": v.status, "how": v.how, "value": v.value, "bound": v.bound,
+                    "proof": None if v.proof is None else v.proof.summary, "reason": v.reason})
+        if v.status == "violated":
+            w = _replayed_forall(prop, model, v, c, backend, t0)
+            if w.status == "violated":
+                found = found or w
+                if mode != "maximize":
+                    break
+            else:
+                undecided.append(c)
+                why.append(f"column {c}: {w.reason}")
+        elif v.status == "holds" and v.how == "proved" and v.proof is not None:
+            proofs[c] = v.proof
+        else:
+            undecided.append(c)
+            why.append(f"column {c}: {v.reason}")
+    details = {"post": "class_logit", "columns": K, "mode": mode, "per_column": per,
+               "decided_as": f"the {K} logit columns, each as logit(m(x)) of the network cut to it"}
+    extra, notes = {}, []
+    if mode == "maximize":
+        bounds = [p["bound"] for p in per]
+        if len(per) == K and all(b is not None for b in bounds):
+            extra["bound"] = (max(b[0] for b in bounds), max(b[1] for b in bounds))
+            extra["value"] = extra["bound"][0]
+            details["maximum"] = "[the largest of the columns' best pairs replayed, the largest certified bound]"
+        else:
+            lacking = [p["column"] for p in per if p["bound"] is None] + list(range(len(per), K))
+            notes.append(f"no maximum over the columns: column{'s' if len(lacking) > 1 else ''} "
+                         f"{', '.join(map(str, lacking))} {'have' if len(lacking) > 1 else 'has'} no certified bound")
+            details["maximum"] = notes[-1]
+            details["notes"] = [*details.get("notes", ()), notes[-1]]      # printed under the verdict
+    seconds = time.perf_counter() - t0
+    if found is not None:
+        w = found
+        if mode == "maximize":
+            w = replace(w, bound=extra.get("bound"), value=extra.get("value", w.value))
+        notes_ = [*(w.details or {}).get("notes", ()), *details.get("notes", ())]
+        return replace(w, seconds=seconds, details={**(w.details or {}), **details, "class": w.details["class"],
+                                                    **({"notes": notes_} if notes_ else {})})
+    if len(proofs) == K:
+        from fairspec.certify.argmax import join_logit_columns
+
+        scale, shift = _scaling(prop, ctx)
+        proof = None if scale is None else join_logit_columns(proofs, raw, prop.eps, bool(prop.eps_strict), scale, shift)
+        if proof is not None:
+            return Verdict(prop.name, prop.kind, "holds", how="proved", backend=backend, seconds=seconds,
+                           details=details, proof=proof, **extra,
+                           reason=f"certified: every one of {K} columns proved (each logit column's post on the "
+                                  "network cut to it)")
+        why.append("certify did not join the columns' proofs")
+    return unknown(prop, f"column{'s' if len(undecided) > 1 else ''} {', '.join(map(str, undecided))} of {K} not "
+                         f"decided: " + "; ".join(why) + (f" ({notes[0]})" if notes else ""),
+                   backend=backend, seconds=seconds, details=details, **extra)
+
+
+def _scaling(prop, ctx):
+    """The encoding's affine scaling ``(scale, shift)`` (model input ``u = scale * v + shift``) each column's run
+    folded into its network (kinds.lowering.lower_pair, which reads no pre-condition for it); (None, None) when
+    it does not lower."""
+    from fairspec.kinds.lowering import Unsupported, lower_pair
+
+    try:
+        low = lower_pair(replace(prop, pre=(), post="logit", cls=None), ctx.spec.feature_set(prop.features),
+                         ctx.encoding(prop.model))
+    except (Unsupported, ValueError):
+        return None, None
+    return low.scale, low.shift
+
+
+def _replayed_forall(prop, model, v: Verdict, c: int, backend: str, t0: float) -> Verdict:
+    """Column ``c``'s violation replayed once more on the loaded model with the post as written (``forall c``:
+    every column compared exactly); the witness shows column c's logits (c breaks it), ``details["class"]`` c.
+    Not broken: ``unknown``."""
+    from fairspec.kinds.pair_runtime import post_scores, runtime_violates
+
+    w = v.witness
+    if w is None:
+        return unknown(prop, f"the {backend} backend reported a violation without a pair", backend=backend,
+                       seconds=time.perf_counter() - t0, details=v.details)
+    X2 = np.array([w.x, w.x_prime], dtype=np.float64)
+    s, _ = post_scores(prop, model, X2)
+    broken = None if s is None else np.asarray(runtime_violates(prop, model, s[:1], s[1:], X2=X2), dtype=bool)
+    if broken is None or broken.shape != (s.shape[1],) or not bool(broken[c]):
+        return unknown(prop, f"the {backend} backend's pair did not break forall c: logit(m(x), c) in column {c} on "
+                             "the model's runtime, so it is not reported", backend=backend,
+                       seconds=time.perf_counter() - t0, details=v.details)
+    return replace(v, witness=replace(w, outputs=(float(s[0, c]), float(s[1, c]))),
+                   details={**(v.details or {}), "class": c},
+                   reason=f"logit column {c} moves beyond eps: {v.reason}")

@@ -14,7 +14,7 @@
   probabilities, outside the runtime error model: such a ``holds`` is ``unknown``.
 * ``class_logit`` (logit column c, or every column): small domains by enumeration; one column c of an ONNX /
   torch network of logits beyond them by the binary ``logit`` path on the network cut to row c
-  (:mod:`fairspec.kinds.logit_column`); ``forall c`` there ``unknown``.
+  (:mod:`fairspec.kinds.logit_column`); ``forall c`` there the conjunction of the K column runs.
 * ``class_prob`` for one class or every class (``forall c``, one exact comparison per pair and class):
   small domains by enumeration; larger ones by an attack on the runtime and certify's branch and bound
   over the softmax (:mod:`fairspec.kinds.class_prob`, :mod:`fairspec.certify.class_prob`).
@@ -74,8 +74,9 @@ def run_multi(prop: ir.IndividualFairness, ctx, progress, backend: str, kind) ->
 def _decide(prop, ctx, progress, backend: str, t0: float, kind) -> Verdict:
     _small_domain = kind._small_domain
     small = _small_domain(prop, ctx, backend, t0)
-    if small is not None and prop.post == "class_logit" and isinstance(prop.cls, int):
-        # as logit(m(x)), which one class's post is beyond small domains (kinds/logit_column): the options only
+    if small is not None and prop.post == "class_logit":
+        # as logit(m(x)), which one class's post (and each column's of forall c) is beyond small domains
+        # (kinds/logit_column): the options only
         # the solver path reads (its data flips' max_rows among them) said unread in the verdict's notes
         return kind.unread_by_enumeration(prop, small, ctx, backend, getattr(ctx.model(prop.model), "format", None))
     if small is not None:
@@ -91,14 +92,15 @@ def _decide(prop, ctx, progress, backend: str, t0: float, kind) -> Verdict:
                                  "logit(m(x), c) reads an output of logits only", backend=backend,
                            seconds=time.perf_counter() - t0)
         # one class c of a network of logit columns: the binary logit path on the network cut to row c
-        from fairspec.kinds.logit_column import run_logit_column
+        # forall c: the conjunction of the K one-column runs
+        from fairspec.kinds.logit_column import run_logit_column, run_logit_columns
 
-        v = run_logit_column(prop, ctx, progress, backend, t0, kind)
+        run = run_logit_column if isinstance(prop.cls, int) else run_logit_columns
+        v = run(prop, ctx, progress, backend, t0, kind)
         if v is not None:
             return v
-        what = ("forall c: every logit column at once" if not isinstance(prop.cls, int) else
-                "this model's logit column (an ONNX or torch network whose last layer outputs the logits, no "
-                "final softmax or sigmoid, is read)")
+        what = ("this model's logit column" if isinstance(prop.cls, int) else "this model's logit columns") + \
+            " (an ONNX or torch network whose last layer outputs the logits, no final softmax or sigmoid, is read)"
         return unknown(prop, f"logit(m(x), c) on a domain too large to enumerate is not yet decided by the {backend} "
                              f"backend for {what} (small discrete domains are decided by enumeration)",
                        backend=backend, seconds=time.perf_counter() - t0)

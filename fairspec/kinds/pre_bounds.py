@@ -21,12 +21,8 @@ lowering reads them: ``x.a <= 65``) and still reads every witness against the wh
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 from fairspec import ir
-
-_NEG = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
-_TURN = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}
+from fairspec.ir.affine import _comparisons, _solve, whole_bound
 
 
 def derived_bounds(atom, prop: ir.IndividualFairness, fs: ir.FeatureSet) -> tuple:
@@ -44,67 +40,15 @@ def derived_bounds(atom, prop: ir.IndividualFairness, fs: ir.FeatureSet) -> tupl
     return tuple(out)
 
 
-def _comparisons(e, neg: bool):
-    """``e`` (negated where ``neg``) as an ``and`` of comparisons (op, left, right), or None."""
-    if isinstance(e, ir.NotE):
-        return _comparisons(e.arg, not neg)
-    if isinstance(e, ir.Logic) and (e.op == "and") != neg:
-        out = []
-        for a in e.args:
-            got = _comparisons(a, neg)
-            if got is None:
-                return None
-            out.extend(got)
-        return out
-    if isinstance(e, ir.Cmp) and e.op in _NEG:
-        op = _NEG[e.op] if neg else e.op
-        return None if op == "!=" else [(op, e.left, e.right)]
-    return None
-
-
-def _solve(op, left, right):
-    """``left op right`` solved for its one feature: ((var, name), [(op', value)] per reading -- float, decimal)
-    with values Fractions, or None where it is no affine comparison of one feature."""
-    from fairspec.ir.no_pair import _as_decimal, _as_float
-
-    out, ref = [], None
-    for read in (_as_float, _as_decimal):
-        a, b = _affine(left, read), _affine(right, read)
-        if a is None or b is None:
-            return None
-        (ra, ka, ca), (rb, kb, cb) = a, b
-        r = ra or rb
-        if r is None or (ra is not None and rb is not None and ra != rb):
-            return None
-        k, c = ka - kb, cb - ca                          # k·f op c
-        if k == 0:
-            return None
-        out.append((op if k > 0 else _TURN[op], c / k))
-        ref = r
-    return ref, out
-
-
 def _solved(op, left, right, prop, fs):
     """``left op right`` as whole-number bounds on its one tied int feature (both readings agreeing), or None."""
-    got_ = _solve(op, left, right)
-    if got_ is None:
+    got = whole_bound(op, left, right, prop, fs)
+    if got is None:
         return None
-    ref, per = got_
-    got = set()
-    for o, v in per:
-        fl, ce = v.numerator // v.denominator, -(-v.numerator // v.denominator)
-        got.add({">": (fl + 1, None), ">=": (ce, None), "<": (None, ce - 1), "<=": (None, fl), "==": (ce, fl)}[o])
-    if len(got) != 1:
-        return None
-    var, name = ref
-    tied = {f.name for f in fs.features} - set(prop.free) - {f for f, _ in prop.relaxed}
-    f = fs.get(name)
-    if var not in (prop.var, prop.var_prime) or name not in tied or f is None or not isinstance(f.domain, ir.IntRange):
-        return None
-    (least, most), = got
+    var, name, least, most = got
     fr = ir.FeatureRef(name, var)
     if least is not None and most is not None:
-        return [ir.Cmp("==", fr, ir.Const(int(least)))] if least == most else None     # empty: not said here
+        return [ir.Cmp("==", fr, ir.Const(int(least)))] if least == most else None     # empty: ir.no_pair's
     return [ir.Cmp(">=", fr, ir.Const(int(least)))] if least is not None else [ir.Cmp("<=", fr, ir.Const(int(most)))]
 
 
@@ -131,34 +75,3 @@ def real_bounds(atom, prop: ir.IndividualFairness, fs: ir.FeatureSet) -> list:
             continue
         out.append((name, per[0][0], (per[0][1], per[1][1])))
     return out
-
-
-def _affine(e, read):
-    """``e`` as (feature ref (var, name) or None, its coefficient, the constant term), Fractions in the reading
-    ``read`` of each constant; None where it is no affine form of at most one feature."""
-    if isinstance(e, ir.Const):
-        v = e.value
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
-            return None
-        p, q = read(v)
-        return None, Fraction(0), Fraction(p, q)
-    if isinstance(e, ir.FeatureRef):
-        return ((e.var, e.feature), Fraction(1), Fraction(0)) if e.var is not None else None
-    if isinstance(e, ir.ArithE) and e.op in ("+", "-", "*", "/"):
-        a, b = _affine(e.left, read), _affine(e.right, read)
-        if a is None or b is None:
-            return None
-        (ra, ka, ca), (rb, kb, cb) = a, b
-        if e.op in ("+", "-"):
-            if ra is not None and rb is not None and ra != rb:
-                return None
-            s = 1 if e.op == "+" else -1
-            return ra or rb, ka + s * kb, ca + s * cb
-        if e.op == "*":
-            if ra is not None and rb is not None:
-                return None
-            return (ra, ka * cb, ca * cb) if rb is None else (rb, kb * ca, cb * ca)
-        if rb is not None or cb == 0:                    # a division by the feature or by zero: none
-            return None
-        return ra, ka / cb, ca / cb
-    return None

@@ -140,16 +140,28 @@ class Session:
     def seen(self, uri: str) -> int:
         return len(self.published.get(uri, []))
 
+    def _current(self, uri: str, k: int) -> bool:
+        """Is publication ``k`` of uri about the client's current text of it? A publication for an older version
+        is not: the server linted that text before it read the client's later changes, which were on their way
+        (how many such arrive, and when, is the two processes' speed). One without a version (a file the
+        client has not open), or of a document whose version the client does not track, is taken as it is."""
+        v, want = self.published_versions[uri][k], self.versions.get(uri)
+        return v is None or want is None or v >= want
+
     async def diagnostics(self, uri: str, after: int | None = None) -> list[T.Diagnostic]:
-        """The first diagnostics published for uri after `after` earlier publications (default: the next)."""
+        """The first diagnostics published for uri after `after` earlier publications (default: the next) about
+        the client's current text of it: publications for an older version are skipped (:meth:`_current`)."""
         after = self.seen(uri) if after is None else after
+
+        def first():
+            return next((k for k in range(after, self.seen(uri)) if self._current(uri, k)), None)
 
         async def ready():
             async with self._news:
-                await self._news.wait_for(lambda: self.seen(uri) > after)
+                await self._news.wait_for(lambda: first() is not None)
 
         await asyncio.wait_for(ready(), self.wait)
-        return self.published[uri][after][1]
+        return self.published[uri][first()][1]
 
     # ------------------------------------------------------------ requests
     @staticmethod

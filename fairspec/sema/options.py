@@ -163,18 +163,13 @@ def no_pre_pass(prop, has_data: bool, fmt: str | None) -> str | None:
         return "a maximize run flips no data rows first (a flip found on data is no maximum)"
     if prop.pre:  # kinds/individual_fairness flips data rows only without one (and kinds/tree_outputs)
         return "its further require condition keeps the data rows from being flipped before the solver runs"
-    if (prop.post == "class_prob" or prop.post == "class_logit" and not _one_class(prop)) and fmt in ("onnx", "torch"):
+    if prop.post == "class_prob" and fmt in ("onnx", "torch"):
         # kinds/multi_pairs and kinds/class_prob: enumeration, the solvers; no flips (a tree model's are
-        # kinds/tree_outputs', which read max_rows; logit(m(x), c) of one class c beyond small domains is the
-        # logit post of column c, kinds/logit_column, whose data rows are flipped first as logit(m(x))'s)
-        what = "prob(m(x), c)" if prop.post == "class_prob" else "forall c: logit(m(x), c)"
-        return f"a network's {what} is decided without flipping data rows first"
+        # kinds/tree_outputs', which read max_rows; logit(m(x), c) beyond small domains is the logit post of
+        # column c -- forall c: of each column --, kinds/logit_column, whose data rows are flipped first as
+        # logit(m(x))'s)
+        return "a network's prob(m(x), c) is decided without flipping data rows first"
     return None
-
-
-def _one_class(prop) -> bool:
-    """A ``class_prob`` / ``class_logit`` post of one class (a column), not ``forall c``."""
-    return isinstance(prop.cls, int) and not isinstance(prop.cls, bool)
 
 
 def _seed_unread(ck, prop, backend: str | None) -> str | None:
@@ -201,7 +196,7 @@ def seed_unread(prop, backend: str | None, has_data: bool, fmt: str | None) -> s
     if backend not in ("milp", "smt") or fmt not in ("onnx", "torch") or prop.post == "class_prob":
         return None
     estimate = prop.options.estimate if prop.options.estimate is not None else 1
-    if (prop.options.partitions or 0) > 1 and estimate > 0 and (prop.post != "class_logit" or _one_class(prop)):
+    if (prop.options.partitions or 0) > 1 and estimate > 0:
         return None
     what = "HiGHS and SCIP run with fixed seeds of their own" if backend == "milp" else \
         "z3 runs with a fixed seed of its own"
