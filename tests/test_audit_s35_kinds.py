@@ -50,3 +50,47 @@ def test_pba_tree_real_delta_cut_at_a_float32_threshold_is_decided(tmp_path):
     assert v.status == "violated", (v.status, v.reason)
     counts = v.details["table"]["overall"]
     assert counts["observed"]["unknown"] == 0 and counts["flipped"]["unknown"] == 0
+
+
+def _multiclass_lr(tmp_path, claim):
+    """A three-class LogisticRegression on (a, s) over a domain too large to enumerate (a in [0, 10^7])."""
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.integers(0, 10, 60), rng.integers(0, 3, 60)]).astype(float)
+    est = LogisticRegression().fit(X, (X[:, 0] + X[:, 1]).astype(int) % 3)
+    sio.dump(est, tmp_path / "m.skops")
+    spec = tmp_path / "k.fair"
+    spec.write_text(f'''features F {{
+  a : int in [0, 10000000]
+  s : {{F, M, X}} protected
+}}
+model m = sklearn("{tmp_path}/m.skops")
+encode F for m {{
+  a : raw
+  s : code
+}}
+property p {{
+  {claim}
+  timeout = 20s
+}}
+''')
+    return spec
+
+
+def test_kdisc_multiclass_claim_no_model_can_break_is_proved_by_counting(tmp_path):
+    """README: a claim no model can break (k <= min(K, ceil(1 / eps))) is `holds (proved: exact
+    arithmetic)` before any search. Over the predicted classes (or class c's buckets) of a multiclass
+    model on a domain too large to enumerate it was `unknown` ("too many individuals")."""
+    from fairspec.pipeline import check
+
+    for claim, bound in (("k_discrimination(m, over {s}) < 4", 3),          # K = 3 counterfactuals
+                         ("k_discrimination(m, over {s}) <= 3", 3),
+                         ("k_discrimination(m, over {s}, class = 1, eps = 0.5) <= 2", 2)):   # 2 buckets
+        v = check(_multiclass_lr(tmp_path, claim)).verdicts[0]
+        assert (v.status, v.how) == ("holds", "proved"), (claim, v.status, v.reason)
+        assert v.proof.method == "exact-arithmetic" and v.details["max_k_bound"] == bound, claim
+    for claim in ("k_discrimination(m, over {s}) < 3", "k_discrimination(m, over {s}, class = 1, eps = 0.25) <= 2"):
+        v = check(_multiclass_lr(tmp_path, claim)).verdicts[0]
+        assert v.status != "holds" or v.proof.method != "exact-arithmetic", claim     # not by counting
