@@ -76,6 +76,19 @@ def prove_by_counting(K: int, eps, op: str, k: int, *, claim: str):
                  op=op, k=int(k), method_note="k <= min(K, ceil(1 / eps)) for every model")
 
 
+def prove_by_counterfactuals(K: int, op: str, k: int, *, claim: str):
+    """An ``exact-arithmetic`` Proof that every individual's k meets ``k op k_claim`` because its K
+    counterfactuals have at most K distinct outputs (predicted classes) whatever the model computes,
+    or None when K does not meet it."""
+    from fairspec.certify.proof import _mint
+
+    K = int(K)
+    if K < 1 or not _meets(K, op, int(k)):
+        return None
+    return _mint("exact-arithmetic", claim, bound=K, counterfactuals=K, op=op, k=int(k),
+                 method_note="k <= K for every model")
+
+
 def max_distinct(ranges) -> int:
     """The most distinct integers one can pick, one from each closed interval ``(a, b)`` of ``ranges``
     (a maximum matching of intervals to integers: greedy by right end, the smallest free integer >= a)."""

@@ -94,7 +94,47 @@ def run_outputs(prop: ir.KDiscrimination, ctx, t0: float, decide_small) -> Verdi
             cells = None
         if isinstance(cells, Verdict):
             return cells
+    counted = _by_counting(prop, fs, classes, t0)
+    if counted is not None:
+        return counted
     return unknown(prop, f"k-discrimination over the {what} is decided by enumeration of the domain (or of the "
                          f"cells of a tree model's split tests), and this one has too many individuals (or a banded "
                          f"numeric attribute in over){note}; the search reads one binary score", backend="search",
                    seconds=time.perf_counter() - t0)
+
+
+def _by_counting(prop: ir.KDiscrimination, fs, classes: bool, t0: float):
+    """``holds (proved: exact arithmetic)`` when no model can break the claim: an individual's K
+    counterfactuals (the product of the categorical / boolean `over` features' values) have at most K
+    distinct classes, and at most min(K, ceil(1 / eps)) buckets of class c's probability; else None."""
+    import math
+
+    from fairspec.certify.kdisc_net import bucket_count, prove_by_counterfactuals, prove_by_counting
+    from fairspec.syntax.literals import number as _spec_number
+
+    feats = [fs.get(n) for n in prop.over]
+    if any(f is None or not isinstance(f.domain, (ir.Categorical, ir.Boolean)) for f in feats):
+        return None
+    if not classes and prop.eps is None:
+        return None
+    K = math.prod(len(f.values()) for f in feats)
+    claim = f"k_discrimination over {{{', '.join(prop.over)}}} is {prop.op} {prop.k}"
+    if classes:
+        proof = prove_by_counterfactuals(K, prop.op, prop.k, claim=claim + f": K = {K} counterfactuals have at most "
+                                                                          f"K distinct predicted classes")
+        bound, why = K, f"{K} counterfactuals"
+        details = {"engine": "counting", "K": K, "max_k_bound": K}
+    else:
+        proof = prove_by_counting(K, prop.eps, prop.op, prop.k,
+                                  claim=claim + f" with eps = {prop.eps!r}: K = {K} counterfactuals fall into at "
+                                                f"most min(K, ceil(1 / eps)) buckets")
+        nb = bucket_count(prop.eps)
+        bound = min(K, nb)
+        why = f"{K} counterfactuals" if K <= nb else f"{nb} buckets of width {_spec_number(prop.eps)}"
+        details = {"engine": "counting", "K": K, "buckets": nb, "max_k_bound": bound}
+    if proof is None:
+        return None
+    return Verdict(prop.name, prop.kind, "holds", how="proved", value=None, backend="search",
+                   seconds=time.perf_counter() - t0, proof=proof, details=details,
+                   reason=f"no individual can reach more than k = {bound} (there are {why}; claim: k {prop.op} "
+                          f"{prop.k}), whatever the model computes")

@@ -79,9 +79,24 @@ def _cut(t: Tree, k: int, base: float, s: float, lo: float, hi: float, integer: 
             else:
                 b = mid
         return float(a), float(b)
-    d = (t.threshold[k] - base) / s
-    d = min(max(d, lo), hi)
-    return d, float(np.nextafter(d, np.inf))
+    # the analytic offset is a first guess only: base + s * d rounds (in float64, then to float32 on a
+    # float32 tree) to either side of the threshold, and a cut one float64 ulp off leaves a box that
+    # still straddles it (split again by one ulp at a time, past max_cells); bisect on _left instead
+    a, b = float(lo), float(hi)                              # _left(a) true, _left(b) false (a straddle)
+    d = min(max((t.threshold[k] - base) / s, a), b)
+    if _left(t, k, base + s * d):
+        a = d
+    else:
+        b = d
+    while True:
+        mid = a + (b - a) / 2.0
+        if not a < mid < b:
+            break
+        if _left(t, k, base + s * mid):
+            a = mid
+        else:
+            b = mid
+    return a, b
 
 
 def cells(ens: TreeEnsemble, U: np.ndarray, Up: np.ndarray, cols, scale, lo, hi, integer, max_cells: int = 4096,
