@@ -1,0 +1,127 @@
+"""Session 35 audit (h3): a scikit-learn forest with n_jobs != 1 sums its trees in the order its threads finish.
+
+RandomForest / ExtraTrees ``predict_proba`` adds each tree's output into one array under a lock, in the order the
+threads finish (``_accumulate_prediction``), so with ``n_jobs = 2`` two calls on the same input can differ in the
+last bits: at a tie the model has no one output. Below, a forest of 4 trees never reads g (it was constant in
+training): with n_jobs = 1 every pair reaches the same leaves and sums them in the trees' order, so
+``|prob(m(x)) - prob(m(x'))| <= 0`` holds (proved); with n_jobs = 2 the same sums in two orders differ (brute force
+over every order of the trees, as sklearn adds them) and fairspec said the same `holds (proved)`, which is no proof
+about the model. Now: unknown, naming n_jobs (fairspec.models.forest_threads). A forest whose every sum is exact in
+every order (fully grown trees: leaves 0 / 1) is one function whatever n_jobs says, and is decided as before."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn")
+pytest.importorskip("skops")
+
+SPEC = """features F {
+  a : int in [0, 5]
+  g : {A, B} protected
+}
+model m = sklearn("m.skops")
+encode F for m {
+  a : raw
+  g : code {A = 0, B = 1}
+}
+property pr {
+  forall x, x' : F
+  require x.* == x'.* except {g}
+  ensure |prob(m(x)) - prob(m(x'))| <= EPS
+}
+"""
+GRID = np.array(list(itertools.product(range(6), range(2))), dtype=float)
+
+
+def _forest(n_jobs, *, leaf=3, depth=2, trees=4, seed=0, g_read=False, cls=None, noise=2.0):
+    from sklearn.ensemble import RandomForestClassifier
+
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 6, 60)
+    g = rng.integers(0, 2, 60) if g_read else np.zeros(60)
+    y = (a + (g if g_read else 0) + rng.normal(0, noise, 60) > 2.5).astype(int)
+    cls = cls or RandomForestClassifier
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cls(n_estimators=trees, min_samples_leaf=leaf, max_depth=depth, random_state=seed,
+                   n_jobs=n_jobs).fit(np.column_stack([a, g]).astype(float), y)
+
+
+def _every_order(rf, X):
+    """predict_proba[:, 1] of X as sklearn's forest computes it, under every order of its trees (rows: orders)."""
+    P = [t.predict_proba(X) for t in rf.estimators_]
+    out = []
+    for perm in itertools.permutations(range(len(P))):
+        s = np.zeros_like(P[0])
+        for i in perm:
+            s += P[i]
+        s /= len(P)
+        out.append(s[:, 1])
+    return np.array(out)
+
+
+def _check(tmp_path, rf, eps="0", monkeypatch=None):
+    import skops.io as sio
+
+    import fairspec
+
+    sio.dump(rf, tmp_path / "m.skops")
+    (tmp_path / "s.fair").write_text(SPEC.replace("EPS", eps))
+    rep = fairspec.check(tmp_path / "s.fair")
+    assert rep.exit_code != 4 and not rep.report.internal_errors, rep.report.internal_errors
+    v = rep["pr"]
+    return (v.status.value if hasattr(v.status, "value") else str(v.status)), str(v.reason)
+
+
+@pytest.mark.parametrize("enumerate_pairs", [None, "0"])
+def test_threaded_forest_whose_sums_depend_on_order_is_unknown(tmp_path, monkeypatch, enumerate_pairs):
+    if enumerate_pairs is not None:
+        monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", enumerate_pairs)
+    rf = _forest(2)
+    O = _every_order(rf, GRID)
+    # g is never read: in one order x and x' get one number ...
+    assert all(np.array_equal(rf.estimators_[0].apply(GRID[i:i + 1]), rf.estimators_[0].apply(GRID[i + 1:i + 2]))
+               for i in range(0, 12, 2))
+    # ... but two orders give two: x summed in one, x' in another violate |p(x) - p(x')| <= 0
+    assert (O.max(axis=0) > O.min(axis=0)).any()
+    status, reason = _check(tmp_path, rf)
+    assert status == "unknown", (status, reason)                # before: holds (proved)
+    assert "n_jobs = 2" in reason and "n_jobs = 1" in reason, reason
+
+
+def test_same_forest_with_one_thread_is_decided_as_before(tmp_path):
+    """n_jobs = 1 (and None): the trees add in their order, bit for bit fairspec's: holds, as before."""
+    for n_jobs in (1, None):
+        rf = _forest(n_jobs)
+        O = rf.predict_proba(GRID)[:, 1]
+        assert all(O[i] == O[i + 1] for i in range(0, 12, 2))
+        status, reason = _check(tmp_path, rf)
+        assert status == "holds", (n_jobs, status, reason)
+
+
+@pytest.mark.parametrize("n_jobs", [2, -1])
+def test_threaded_forest_of_exact_sums_is_decided_as_before(tmp_path, n_jobs):
+    """Fully grown trees on labels without noise (pure leaves: 0 / 1): every order gives the same sum (brute force), so n_jobs changes nothing:
+    the verdict is the one of the same forest with n_jobs = 1, and brute force's."""
+    for g_read, trees in ((False, 5), (True, 3)):
+        rf = _forest(n_jobs, leaf=1, depth=None, trees=trees, g_read=g_read, seed=1, noise=0.0)
+        O = _every_order(rf, GRID)
+        assert np.array_equal(O.max(axis=0), O.min(axis=0))
+        truth = "holds" if all(O[0, i] == O[0, i + 1] for i in range(0, 12, 2)) else "violated"
+        status, reason = _check(tmp_path, rf)
+        assert status == truth, (g_read, status, truth, reason)
+        rf.n_jobs = 1
+        assert _check(tmp_path, rf)[0] == truth
+
+
+def test_two_trees_are_one_order(tmp_path):
+    """A sum of two tree outputs added into zeros is commutative: n_jobs does not matter (decided as before)."""
+    rf = _forest(2, trees=2)
+    O = _every_order(rf, GRID)
+    assert np.array_equal(O.max(axis=0), O.min(axis=0))
+    assert _check(tmp_path, rf)[0] == "holds"
