@@ -125,3 +125,34 @@ def test_two_trees_are_one_order(tmp_path):
     O = _every_order(rf, GRID)
     assert np.array_equal(O.max(axis=0), O.min(axis=0))
     assert _check(tmp_path, rf)[0] == "holds"
+
+
+@pytest.mark.parametrize("how", ["skops", "pickle", "pipeline"])
+def test_lint_warns_of_a_threaded_forest(tmp_path, how):
+    """FS440 (a warning) at the model declaration: read from the file inertly (nothing runs); none with n_jobs = 1."""
+    import pickle
+
+    import skops.io as sio
+
+    import fairspec
+
+    for n_jobs, want in ((2, ["FS440"]), (1, []), (None, [])):
+        rf = _forest(n_jobs, trees=3)
+        if how == "pipeline":
+            from sklearn.pipeline import make_pipeline
+            from sklearn.preprocessing import FunctionTransformer
+
+            rf = make_pipeline(FunctionTransformer(), rf)
+        if how == "pickle":
+            pickle.dump(rf, open(tmp_path / "m.pkl", "wb"))
+            spec = SPEC.replace("sklearn(\"m.skops\")", "sklearn(\"m.pkl\", trust pickle)")
+        else:
+            sio.dump(rf, tmp_path / "m.skops")
+            spec = SPEC
+        (tmp_path / "s.fair").write_text(spec.replace("EPS", "0"))
+        res = fairspec.lint(tmp_path / "s.fair")
+        diags = res if isinstance(res, list) else res.diagnostics
+        got = [d for d in diags if d.code == "FS440"]
+        assert [d.code for d in got] == want, (n_jobs, [(d.code, d.message) for d in diags])
+        if got:
+            assert got[0].severity == "warning" and "n_jobs = 2" in got[0].message and got[0].span.line == 5

@@ -103,3 +103,89 @@ def order_problem(est) -> str | None:
             f"sums exact in every order: its predict is not a function of its input in the last bits (two calls "
             f"can differ at a tie), so no verdict on one order is one on the model; set n_jobs = 1 on the "
             f"forest before saving it (the trees then add in their order) to check it")
+
+
+def _threads(n_jobs, trees) -> bool:
+    ok = isinstance(n_jobs, int) and not isinstance(n_jobs, bool)
+    return ok and n_jobs != 1 and isinstance(trees, int) and trees >= 3
+
+
+def _skops_forests(node, depth: int = 0):
+    """(class, n_jobs, trees) of every threaded forest in a skops schema node (nothing is loaded)."""
+    import json
+
+    if depth > 40:
+        return
+    if isinstance(node, list):
+        for x in node:
+            yield from _skops_forests(x, depth + 1)
+        return
+    if not isinstance(node, dict):
+        return
+    if node.get("__class__") in FORESTS and node.get("__loader__") == "ObjectNode":
+        inner = node.get("content", {}).get("content", {}) if isinstance(node.get("content"), dict) else {}
+
+        def num(name):
+            v = inner.get(name) if isinstance(inner, dict) else None
+            try:
+                return json.loads(v["content"]) if isinstance(v, dict) and v.get("__loader__") == "JsonNode" else None
+            except (KeyError, TypeError, ValueError):
+                return None
+        if _threads(num("n_jobs"), num("n_estimators")):
+            yield node["__class__"], num("n_jobs"), num("n_estimators")
+        return
+    for v in node.values():
+        if isinstance(v, (dict, list)):
+            yield from _skops_forests(v, depth + 1)
+
+
+def _pickle_forests(obj, depth: int = 0, seen=None):
+    from .inert_pickle import _state, _Stub
+
+    seen = set() if seen is None else seen
+    if depth > 40 or id(obj) in seen:
+        return
+    seen.add(id(obj))
+    if isinstance(obj, _Stub):
+        st = _state(obj)
+        if obj._qual[1] in FORESTS:
+            if _threads(st.get("n_jobs"), st.get("n_estimators")):
+                yield obj._qual[1], st.get("n_jobs"), st.get("n_estimators")
+            return
+        for v in st.values():
+            yield from _pickle_forests(v, depth + 1, seen)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _pickle_forests(v, depth + 1, seen)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _pickle_forests(v, depth + 1, seen)
+
+
+def peek_threaded_forest(path) -> tuple[str, int, int] | None:
+    """Lint's look (nothing is loaded or run): (class, n_jobs, trees) of the first RandomForest / ExtraTrees
+    in a skops file or a pickle (read inertly) that predicts on several threads, or None."""
+    import json
+    import pathlib
+    import zipfile
+
+    p = pathlib.Path(path)
+    try:
+        if p.suffix.lower() == ".skops":
+            with zipfile.ZipFile(p) as zf:
+                return next(_skops_forests(json.loads(zf.read("schema.json"))), None)
+        from .inert_pickle import _load_inert_pickle
+
+        return next(_pickle_forests(_load_inert_pickle(p)), None)
+    except Exception:  # noqa: BLE001 - lint's look only: an unreadable file gets its sentence elsewhere
+        return None
+
+
+def lint_sentence(model: str, found: tuple) -> str:
+    """FS440's message."""
+    cls, n_jobs, trees = found
+    return (f"model '{model}' is a {cls} of {trees} trees predicting on n_jobs = {n_jobs} threads: it adds its "
+            f"trees' outputs in the order the threads finish, so where its leaf values do not sum exactly in "
+            f"every order its predict is not a function of its input in the last bits (two calls can differ at "
+            f"a tie); check decides it as one function only where every sum is exact in every order (fully "
+            f"grown trees, leaves 0 / 1), and says unknown otherwise")
