@@ -156,3 +156,52 @@ def test_lint_warns_of_a_threaded_forest(tmp_path, how):
         assert [d.code for d in got] == want, (n_jobs, [(d.code, d.message) for d in diags])
         if got:
             assert got[0].severity == "warning" and "n_jobs = 2" in got[0].message and got[0].span.line == 5
+
+
+def _other(kind):
+    from sklearn.ensemble import (ExtraTreesClassifier, RandomForestClassifier, RandomForestRegressor,
+                                  VotingClassifier)
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 6, 60)
+    X = np.column_stack([a, np.zeros(60)]).astype(float)
+    y = (a + rng.normal(0, 2, 60) > 2.5).astype(int)
+    kw = dict(n_estimators=3, min_samples_leaf=3, max_depth=2, random_state=0, n_jobs=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if kind == "regressor":
+            return RandomForestRegressor(**kw).fit(X, a + rng.normal(0, 1, 60)), "|value(m(x)) - value(m(x'))| <= 0"
+        if kind == "multiclass":
+            return RandomForestClassifier(**kw).fit(X, np.clip((a + rng.normal(0, 2, 60)) // 2, 0, 2)), "class(m(x)) == class(m(x'))"
+        if kind == "extratrees":
+            return ExtraTreesClassifier(**kw).fit(X, y), "|prob(m(x)) - prob(m(x'))| <= 0.5"
+        if kind == "pipeline":
+            return make_pipeline(StandardScaler(), RandomForestClassifier(**kw)).fit(X, y), "label(m(x)) == label(m(x'))"
+        return VotingClassifier([("rf", RandomForestClassifier(**kw)), ("lr", LogisticRegression())],
+                                voting="soft").fit(X, y), "|prob(m(x)) - prob(m(x'))| <= 0"
+
+
+@pytest.mark.parametrize("kind", ["regressor", "multiclass", "extratrees", "pipeline", "voting"])
+def test_every_reading_of_an_order_dependent_threaded_forest_is_unknown(tmp_path, kind):
+    """No margin argument is made: a regressor, a multiclass forest, ExtraTrees, a pipeline's forest, a soft
+    vote's forest -- every property of the model is unknown, naming n_jobs (never proved, never violated)."""
+    import skops.io as sio
+
+    import fairspec
+
+    from fairspec.models.forest_threads import order_free, threaded_forests
+
+    est, post = _other(kind)
+    forests = threaded_forests(est)
+    assert len(forests) == 1 and not order_free(forests[0])
+    sio.dump(est, tmp_path / "m.skops")
+    spec = SPEC.replace("|prob(m(x)) - prob(m(x'))| <= EPS", post)
+    (tmp_path / "s.fair").write_text(spec)
+    rep = fairspec.check(tmp_path / "s.fair")
+    assert not rep.report.internal_errors, rep.report.internal_errors
+    v = rep["pr"]
+    status = v.status.value if hasattr(v.status, "value") else str(v.status)
+    assert status == "unknown" and "n_jobs = 2" in str(v.reason), (status, v.reason)

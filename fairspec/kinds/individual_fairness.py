@@ -207,8 +207,12 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
     if prop.post in ir.MULTI_POSTS:
         from fairspec.kinds.tree_outputs import decide_outputs, reads_trees
 
+        from fairspec.models.base import AmbiguousRuntime
+
         try:
             trees = reads_trees(ctx.model(prop.model))
+        except AmbiguousRuntime as e:       # a forest adding its trees in thread order (forest_threads)
+            return unknown(prop, e.message, backend=backend, seconds=time.perf_counter() - t0)
         except Exception:  # noqa: BLE001 - a load error is reported by the path that needs the model
             trees = False
         if trees:
