@@ -177,7 +177,7 @@ def _other(kind):
         if kind == "multiclass":
             return RandomForestClassifier(**kw).fit(X, np.clip((a + rng.normal(0, 2, 60)) // 2, 0, 2)), "class(m(x)) == class(m(x'))"
         if kind == "extratrees":
-            return ExtraTreesClassifier(**kw).fit(X, y), "|prob(m(x)) - prob(m(x'))| <= 0.5"
+            return ExtraTreesClassifier(**kw).fit(X, y), "|prob(m(x)) - prob(m(x'))| <= 0"
         if kind == "pipeline":
             return make_pipeline(StandardScaler(), RandomForestClassifier(**kw)).fit(X, y), "label(m(x)) == label(m(x'))"
         return VotingClassifier([("rf", RandomForestClassifier(**kw)), ("lr", LogisticRegression())],
@@ -186,8 +186,9 @@ def _other(kind):
 
 @pytest.mark.parametrize("kind", ["regressor", "multiclass", "extratrees", "pipeline", "voting"])
 def test_every_reading_of_an_order_dependent_threaded_forest_is_unknown(tmp_path, kind):
-    """No margin argument is made: a regressor, a multiclass forest, ExtraTrees, a pipeline's forest, a soft
-    vote's forest -- every property of the model is unknown, naming n_jobs (never proved, never violated)."""
+    """At a tie (eps = 0, g unread: sums differing between orders) or where no margin argument is made (a class or
+    label post; a soft vote's forest, whose output is not the forest's own) the property is unknown, naming n_jobs:
+    a regressor, a multiclass forest, ExtraTrees, a pipeline's forest, a soft vote's forest."""
     import skops.io as sio
 
     import fairspec
@@ -205,3 +206,94 @@ def test_every_reading_of_an_order_dependent_threaded_forest_is_unknown(tmp_path
     v = rep["pr"]
     status = v.status.value if hasattr(v.status, "value") else str(v.status)
     assert status == "unknown" and "n_jobs = 2" in str(v.reason), (status, v.reason)
+
+
+def _truth(O, eps, op):
+    """(holds in every two orders, violated in every two orders) of |r(x) - r(x')| op eps over the pairs (brute
+    force: O holds every order's outputs, x and x' each summed in any order)."""
+    from fractions import Fraction
+
+    ok = (lambda d: d <= eps) if op == "<=" else (lambda d: d < eps)
+    eps = Fraction(eps)
+    holds, violated = True, False
+    for i in range(0, O.shape[1], 2):
+        a, b = [Fraction(float(v)) for v in set(O[:, i])], [Fraction(float(v)) for v in set(O[:, i + 1])]
+        diffs = [abs(p - q) for p in a for q in b]
+        holds &= all(ok(d) for d in diffs)
+        violated |= not any(ok(d) for d in diffs)
+    return holds, violated
+
+
+@pytest.mark.parametrize("trees, g_read, seed", [(3, False, 1), (3, True, 0), (7, False, 0), (6, True, 0)])
+def test_threaded_forest_decided_by_a_margin_agrees_with_every_order(tmp_path, monkeypatch, trees, g_read, seed):
+    """|prob(m(x)) - prob(m(x'))| op eps of an order-dependent threaded forest: holds (proved) only where every two
+    orders hold (margin: eps - 2E proved in the trees' order), violated only where every two orders violate, unknown
+    at a tie (eps the trees' order's own difference, eps = 0 where the sums differ); both solver paths."""
+    rf = _forest(2, trees=trees, g_read=g_read, seed=seed)
+    O = _every_order(rf, GRID)
+    assert (O.max(axis=0) > O.min(axis=0)).any()                # order-dependent
+    in_order = max(abs(O[0, i] - O[0, i + 1]) for i in range(0, 12, 2))
+    seen = set()
+    for enumerate_pairs in (None, "0"):
+        if enumerate_pairs:
+            monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", enumerate_pairs)
+        for eps, op in (("0", "<="), ("0.01", "<="), ("0.95", "<"), (repr(float(in_order)), "<="),
+                        (repr(float(in_order)), "<")):
+            if float(eps) == 0 and op == "<":
+                continue
+            spec = SPEC.replace("<= EPS", f"{op} {eps}")
+            import skops.io as sio
+
+            import fairspec
+
+            sio.dump(rf, tmp_path / "m.skops")
+            (tmp_path / "s.fair").write_text(spec)
+            rep = fairspec.check(tmp_path / "s.fair")
+            assert not rep.report.internal_errors, rep.report.internal_errors
+            v = rep["pr"]
+            holds, violated = _truth(O, float(eps), op)
+            status = v.status.value if hasattr(v.status, "value") else str(v.status)
+            seen.add(status)
+            assert status != "holds" or (holds and v.how == "proved"), (eps, op, status, v.reason)
+            assert status != "violated" or violated, (eps, op, status, v.reason)
+            assert status != "unknown" or "n_jobs = 2" in str(v.reason), v.reason
+            if eps == "0.01" and not g_read:
+                assert status == "holds", v.reason                  # g unread: every order within 2E << 0.01
+            if eps == repr(float(in_order)) and op == "<=" and not holds:
+                assert status == "unknown", v.reason                # the tie: no margin
+    assert "unknown" in seen and len(seen) >= 2
+
+
+@pytest.mark.parametrize("kind, post", [("regressor", "|value(m(x)) - value(m(x'))| <= 0.01"),
+                                        ("pipeline", "|prob(m(x)) - prob(m(x'))| <= 0.01")])
+def test_margin_decides_a_regressor_and_a_pipelines_forest(tmp_path, kind, post):
+    """g unread, every order within 2E << 0.01 of the trees' order: holds (proved), with the note saying so."""
+    import skops.io as sio
+
+    import fairspec
+
+    est, _ = _other(kind)
+    sio.dump(est, tmp_path / "m.skops")
+    (tmp_path / "s.fair").write_text(SPEC.replace("|prob(m(x)) - prob(m(x'))| <= EPS", post))
+    rep = fairspec.check(tmp_path / "s.fair")
+    assert not rep.report.internal_errors, rep.report.internal_errors
+    v = rep["pr"]
+    assert (v.status, v.how) == ("holds", "proved"), (v.status, v.reason)
+    assert "in every order" in " ".join((v.details or {}).get("notes", [])), v.details
+
+
+def test_a_margin_decision_leaves_the_next_property_unknown(tmp_path):
+    """The forest is on one thread only while its margin decision runs: a label property after it (no margin
+    argument) is still unknown, never decided from what the first one read (its trees, cells, boxes)."""
+    import skops.io as sio
+
+    import fairspec
+
+    sio.dump(_forest(2), tmp_path / "m.skops")
+    spec = SPEC.replace("EPS", "0.01") + SPEC[SPEC.index("property"):].replace("property pr", "property lab").replace(
+        "|prob(m(x)) - prob(m(x'))| <= EPS", "label(m(x)) == label(m(x'))")
+    (tmp_path / "s.fair").write_text(spec)
+    rep = fairspec.check(tmp_path / "s.fair")
+    assert not rep.report.internal_errors, rep.report.internal_errors
+    assert rep["pr"].status == "holds" and rep["lab"].status == "unknown", (rep["lab"].status, rep["lab"].reason)
+    assert "n_jobs = 2" in rep["lab"].reason

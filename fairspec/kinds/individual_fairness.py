@@ -182,7 +182,9 @@ def unread_by_enumeration(prop: ir.IndividualFairness, v, ctx, backend: str, fmt
 
 
 def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdict:
-    v = _run_pair(prop, ctx, progress, backend)
+    from fairspec.kinds.forest_margin import decide as by_margin      # a forest adding its trees in thread order
+
+    v = by_margin(prop, ctx, lambda p: _run_pair(p, ctx, progress, backend)) or _run_pair(prop, ctx, progress, backend)
     if v.status == "violated" and v.witness is not None:
         from fairspec.kinds.pre_relax import named_witness, relaxing, with_categories
         from fairspec.kinds.shared_codes import shared_columns

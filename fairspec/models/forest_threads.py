@@ -13,9 +13,9 @@ order is one function (a sum of 2 is commutative; a sum of leaf values that are 
 largest possible total times ``2**k`` is below ``2**53``, is exact whatever the order: a forest of fully grown
 trees, whose leaves hold the probabilities 0 and 1, is one) and is decided as before. Any other threaded forest is
 :class:`~fairspec.models.base.AmbiguousRuntime` wherever fairspec reads it (every property of it is ``unknown``,
-the sentence naming ``n_jobs`` and the fix: set ``n_jobs = 1`` before saving). A model with ``n_jobs`` 1 / None
-sums its trees in their order, bit for bit fairspec's: nothing changes. No margin argument is made: a property
-of such a forest is never proved or violated (sound, not complete).
+the sentence naming ``n_jobs`` and the fix: set ``n_jobs = 1`` before saving), except where
+:mod:`fairspec.kinds.forest_margin` decides a pair property by a margin larger than any reordering's error. A model
+with ``n_jobs`` 1 / None sums its trees in their order, bit for bit fairspec's: nothing changes.
 
 :func:`threaded_forests` walks the estimator (a Pipeline's steps, a Voting / Stacking / Bagging ensemble's
 members) without importing scikit-learn; :func:`order_problem` imports numpy only.
