@@ -121,7 +121,11 @@ def decide(prop, ctx, run):
     if problem is None:
         return None
     forests = _forests(model)
-    if prop.post not in POSTS or not forests or not all(_own(model, f) for f in forests):
+    # the output compared is the forest's own column (not a logistic of it: a probability declared a logit)
+    regression = getattr(model, "task", None) == "regression"
+    own = prop.post in POSTS and (prop.post == "value") == regression and \
+        (regression or getattr(model, "score_kind", None) != "logit")
+    if not own or not forests or not all(_own(model, f) for f in forests):
         return unknown(prop, f"{model.path.name}: {problem}")
     E = max(reorder_bound(f) for f in forests)      # a folded pipeline's runtime copy: the same trees
     eps = fraction(prop.eps)
