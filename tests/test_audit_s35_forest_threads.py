@@ -297,3 +297,34 @@ def test_a_margin_decision_leaves_the_next_property_unknown(tmp_path):
     assert not rep.report.internal_errors, rep.report.internal_errors
     assert rep["pr"].status == "holds" and rep["lab"].status == "unknown", (rep["lab"].status, rep["lab"].reason)
     assert "n_jobs = 2" in rep["lab"].reason
+
+
+def test_twenty_threaded_trees_against_sampled_orders(tmp_path):
+    """20 trees (20! orders: 300 sampled, as sklearn adds them): g read, eps between the pairs' differences --
+    fairspec's verdict is the one every sampled order gives, and eps = 0 on a forest blind to g is unknown."""
+    import skops.io as sio
+
+    import fairspec
+
+    rf = _forest(-1, trees=20, g_read=True, seed=3)
+    P = [t.predict_proba(GRID)[:, 1] for t in rf.estimators_]
+    rng = np.random.default_rng(0)
+    outs = []
+    for _ in range(300):
+        s = np.zeros(len(GRID))
+        for i in rng.permutation(20):
+            s += P[i]
+        outs.append(s / 20)
+    O = np.array(outs)
+    diffs = np.abs(O[:, 0::2] - O[:, 1::2])
+    eps = float(np.round((diffs.min() + diffs.max()) / 2, 3))
+    assert (diffs > eps).any(axis=1).all()                      # every sampled order violates eps
+    sio.dump(rf, tmp_path / "m.skops")
+    (tmp_path / "s.fair").write_text(SPEC.replace("EPS", repr(eps)))
+    v = fairspec.check(tmp_path / "s.fair")["pr"]
+    assert v.status == "violated", v.reason
+    rf = _forest(-1, trees=20, seed=3)
+    sio.dump(rf, tmp_path / "m.skops")
+    (tmp_path / "s.fair").write_text(SPEC.replace("EPS", "0"))
+    v = fairspec.check(tmp_path / "s.fair")["pr"]
+    assert v.status == "unknown" and "n_jobs = -1" in v.reason, v.reason
