@@ -328,3 +328,30 @@ def test_twenty_threaded_trees_against_sampled_orders(tmp_path):
     (tmp_path / "s.fair").write_text(SPEC.replace("EPS", "0"))
     v = fairspec.check(tmp_path / "s.fair")["pr"]
     assert v.status == "unknown" and "n_jobs = -1" in v.reason, v.reason
+
+
+def test_label_violated_only_with_a_witness_away_from_ties(tmp_path):
+    """label(m(x)) == label(m(x')) of an order-dependent threaded forest reading g: violated with a witness whose
+    labels differ in every order (brute force), and g unread (holds in the trees' order): unknown."""
+    import skops.io as sio
+
+    import fairspec
+
+    for g_read in (True, False):
+        rf = _forest(2, trees=4, g_read=g_read, seed=0)
+        sio.dump(rf, tmp_path / "m.skops")
+        (tmp_path / "s.fair").write_text(SPEC.replace("|prob(m(x)) - prob(m(x'))| <= EPS", "label(m(x)) == label(m(x'))"))
+        v = fairspec.check(tmp_path / "s.fair")["pr"]
+        if not g_read:
+            assert v.status == "unknown" and "n_jobs = 2" in v.reason, v.reason
+            continue
+        assert v.status == "violated", v.reason
+        w = np.array([v.witness.x, v.witness.x_prime])
+        P = [t.predict_proba(w) for t in rf.estimators_]
+        labels = set()
+        for perm in itertools.permutations(range(len(P))):      # predict: the first largest column, every order
+            s = np.zeros_like(P[0])
+            for k in perm:
+                s += P[k]
+            labels.add(tuple(np.argmax(s / len(P), axis=1)))
+        assert len(labels) == 1 and len(set(next(iter(labels)))) == 2, labels

@@ -25,6 +25,7 @@ import contextlib
 from dataclasses import replace
 
 POSTS = ("prob", "class_prob", "value")
+LABELS = ("label", "class")
 
 
 def reorder_bound(forest):
@@ -122,6 +123,9 @@ def decide(prop, ctx, run):
         return None
     forests = _forests(model)
     # the output compared is the forest's own column (not a logistic of it: a probability declared a logit)
+    if prop.post in LABELS and getattr(model, "task", None) != "regression" and forests and \
+            all(_own(model, f) for f in forests):
+        return _labels(prop, model, forests, problem, run)
     regression = getattr(model, "task", None) == "regression"
     own = prop.post in POSTS and (prop.post == "value") == regression and \
         (regression or getattr(model, "score_kind", None) != "logit")
@@ -146,5 +150,48 @@ def decide(prop, ctx, run):
         if v.status == "violated":
             return with_note(v, f"{said}, so its pair breaks {prop.eps_op} {loose!r} (eps + 2 x that, and a rounding) "
                                 f"in the trees' order: it breaks eps in every order")
+    inner = f"; in the trees' order it is unknown too: {v.reason}" if v.status == "unknown" else ""
     return unknown(prop, f"{model.path.name}: {problem} (its outputs in two orders differ by up to "
-                         f"{float(float_up(2 * E)):.3g}, and the property is decided by no margin larger than that)")
+                         f"{float(float_up(2 * E)):.3g}, and the property is decided by no margin larger than that"
+                         f"{inner})")
+
+
+def robust_rows(P, E, threshold) -> list[bool]:
+    """Per row of the trees' order's probabilities P (rows, K): is every decision read from it the same in every
+    order? Every two columns more than 2E apart (predict's argmax, first column at a tie) and every column more
+    than E from the threshold (a label read as probability > threshold), exactly in rationals."""
+    from fairspec.certify.rounding import fraction
+
+    out = []
+    for row in P:
+        q = [fraction(float(v)) for v in row]
+        gaps = all(abs(a - b) > 2 * E for i, a in enumerate(q) for b in q[i + 1:])
+        cut = threshold is None or all(abs(a - fraction(float(threshold))) > E for a in q)
+        out.append(gaps and cut)
+    return out
+
+
+def _labels(prop, model, forests, problem, run):
+    """``label`` / ``class`` posts: violated where the trees' order's witness decides both its inputs by more
+    than any reordering can move (:func:`robust_rows`): every order gives the witness's labels; else unknown (a
+    holds would need every input of the domain that far from a tie: not attempted)."""
+    import numpy as np
+
+    from fairspec.verdict import unknown, with_note
+
+    E = max(reorder_bound(f) for f in forests)
+    with one_thread(model, forests):
+        v = run(prop)
+        if v.status == "violated" and v.witness is not None:
+            try:
+                P = np.asarray(model.library_probabilities(np.array([v.witness.x, v.witness.x_prime], dtype=float)))
+            except Exception:  # noqa: BLE001 - no probabilities to read a margin from: not decided this way
+                P = None
+            if P is not None and P.ndim == 2 and all(robust_rows(P, E, getattr(model.readout, "threshold", None))):
+                n_jobs = forests[0].n_jobs
+                return with_note(v, f"{model.path.name} adds its {len(forests[0].estimators_)} trees in the order its "
+                                    f"n_jobs = {n_jobs} threads finish, and the witness's two inputs are decided by "
+                                    f"more than any order moves their probabilities: its labels are the same in "
+                                    f"every order")
+    return unknown(prop, f"{model.path.name}: {problem} (a label is decided the same in every order only away from a "
+                         f"tie, and this property is not decided that way)")
