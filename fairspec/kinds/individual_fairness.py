@@ -182,7 +182,9 @@ def unread_by_enumeration(prop: ir.IndividualFairness, v, ctx, backend: str, fmt
 
 
 def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdict:
-    v = _run_pair(prop, ctx, progress, backend)
+    from fairspec.kinds.forest_margin import decide as by_margin      # a forest adding its trees in thread order
+
+    v = by_margin(prop, ctx, lambda p: _run_pair(p, ctx, progress, backend)) or _run_pair(prop, ctx, progress, backend)
     if v.status == "violated" and v.witness is not None:
         from fairspec.kinds.pre_relax import named_witness, relaxing, with_categories
         from fairspec.kinds.shared_codes import shared_columns
@@ -207,8 +209,12 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
     if prop.post in ir.MULTI_POSTS:
         from fairspec.kinds.tree_outputs import decide_outputs, reads_trees
 
+        from fairspec.models.base import AmbiguousRuntime
+
         try:
             trees = reads_trees(ctx.model(prop.model))
+        except AmbiguousRuntime as e:       # a forest adding its trees in thread order (forest_threads)
+            return unknown(prop, e.message, backend=backend, seconds=time.perf_counter() - t0)
         except Exception:  # noqa: BLE001 - a load error is reported by the path that needs the model
             trees = False
         if trees:

@@ -52,6 +52,9 @@ def output_scores(model, margin: bool = False):
     read (an unsupported estimator or objective, columns that disagree on their divisor). ``margin``:
     a binary booster's columns as (0, z), its margin, also where its probability is the sigmoid of
     f z with f != 1 (then not readable as probabilities): what a ``logit`` post compares."""
+    from fairspec.backends.trees.runtime import _one_order
+
+    _one_order(model)       # a forest adding its trees in thread order: AmbiguousRuntime (forest_threads)
     cache = getattr(model, "_box_scores", None)
     if not isinstance(cache, dict):
         cache = {}

@@ -9,6 +9,7 @@ import zipfile
 
 from .base import (LoadedModel, ModelLoadError, check_score_kind, loading_pickle, readout_for, require_file,
                    short_error)
+from .forest_threads import order_problem
 from .peek_sklearn import refuse_no_one_class
 from .readout import positive_class_problem
 
@@ -253,6 +254,7 @@ class SklearnModel(LoadedModel):
 
         check_fitted(est, path)
         check_tree_structure(est, path)
+        self.order_problem = order_problem(est)     # a threaded forest's sums by thread order (forest_threads)
         self.pipeline = None            # a scikit-learn Pipeline whose preprocessing is folded (sklearn_pipeline)
         self.folded = None
         from .sklearn_pipeline import fold, is_pipeline
@@ -605,8 +607,21 @@ class SklearnModel(LoadedModel):
             cols[name] = v if cats is None else cats[v.astype(np.int64)]
         return pd.DataFrame(cols, columns=list(self.folded.inputs))
 
+    def one_order(self) -> None:
+        """AmbiguousRuntime where the model's trees add in the order its threads finish (forest_threads)."""
+        if getattr(self, "order_problem", None) is not None:
+            from .base import AmbiguousRuntime
+
+            raise AmbiguousRuntime(type(self.raw).__name__, "n_jobs", f"{self.path.name}: {self.order_problem}")
+
+    def _guard(self, fn, X):
+        self.one_order()
+        return super()._guard(fn, X)
+
     def tree_ensemble(self):
         from fairspec.models.trees import SKLEARN_TREES, from_sklearn
+
+        self.one_order()
 
         from .pipeline_boosters import BOOSTER_CLASSIFIERS, booster_trees
 

@@ -121,6 +121,13 @@ class ModelChecks:
             self.model_categories[node.name.id] = peek_input_categories(fmt, path)
             if fmt == "xgboost" and rounds is None:
                 self._rounds(node, path, path_arg)
+            from fairspec.models.base import normalize_format
+
+            if normalize_format(fmt, path) == "sklearn":    # FS440: a forest adding its trees in thread order
+                from fairspec.models.forest_threads import lint_sentence, peek_threaded_forest
+
+                if (found := peek_threaded_forest(path)) is not None:
+                    self.sink.add("FS440", lint_sentence(node.name.id, found), node.span)
             self._pipeline(node, fmt, path, output, index, score, trust, path_arg)
             self._readout(node, fmt, path, output, index, score)
 

@@ -154,11 +154,19 @@ def _class_outputs(model, X: np.ndarray, what: str, klass: int | None):
     return None
 
 
+def _one_order(model) -> None:
+    """A threaded forest's sums by thread order: AmbiguousRuntime (fairspec.models.forest_threads)."""
+    check = getattr(model, "one_order", None)
+    if callable(check):
+        check()
+
+
 def runtime_outputs(model, X: np.ndarray, what: str, klass: int | None = None) -> np.ndarray | None:
     """The library's own ``label`` (0/1 int64, its ``predict``), ``prob`` (the positive class's
     probability) or ``logit`` (its raw margin / decision function) of a tree model on the
     model-input rows X; ``class`` / ``class_prob`` (of column ``klass``) / ``value`` of any task
     (:func:`_class_outputs`); None when the library has no such output (a forest's logit)."""
+    _one_order(model)
     fmt = getattr(model, "format", "")
     X = np.asarray(X, dtype=np.float64)
     if what in ("class", "class_prob", "class_logit", "value"):
@@ -221,6 +229,7 @@ def cell_ensemble(model):
     of the per-column ensembles, each checked against the library): what cuts the pair domain into
     cells for the ``class`` / ``class_prob`` / ``value`` posts. None when the model is not a tree
     model fairspec reads (or its trees do not reproduce the library's outputs)."""
+    _one_order(model)
     cached = getattr(model, "_cell_ensemble", False)
     if cached is not False:
         return cached

@@ -1,0 +1,197 @@
+"""Individual fairness of a forest that adds its trees in thread order, decided by a margin (forest_threads).
+
+A RandomForest / ExtraTrees with ``n_jobs`` != 1 whose sums are not exact in every order
+(:func:`fairspec.models.forest_threads.order_problem`) has no one output; a call returns some order's sum ``r(x)``.
+Against the trees' own order ``v(x)`` (what ``n_jobs = 1`` computes, bit for bit), for every order:
+
+    |r(x) - v(x)| <= E = 2 (gamma(n) T + u (1 + gamma(n)) T) / n + 2 eta
+
+(n trees, T the sum over trees of their largest |leaf value|, u = 2**-53, eta the smallest subnormal: a sum of n
+terms in any order is within gamma(n) sum |terms| of the exact sum, Higham Sec. 3.1; the division by n rounds
+once; both r and v are such sums). So for ``|out(x) - out(x')| <= eps`` (or ``< eps``), ``out`` one of the
+forest's outputs (``prob``, ``prob(m(x), c)``, ``value``):
+
+- proved on ``v`` with eps - 2E: every pair, every two orders, is within eps: ``holds (proved)``;
+- a witness on ``v`` violating eps + 2E violates eps in every two orders: ``violated``;
+- else ``unknown`` naming n_jobs (at eps = 0 always, unless the pair is violated by more than 2E).
+
+Only where the forest itself is the model's estimator (alone, or a folded pipeline's last step): its output is the
+forest's own. Any other post or placement is left to the AmbiguousRuntime refusal (unknown).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import replace
+
+POSTS = ("prob", "class_prob", "value")
+LABELS = ("label", "class")
+
+
+def reorder_bound(forest):
+    """E (a Fraction) above: how far any order's output is from the trees' order's."""
+    from fractions import Fraction
+
+    import numpy as np
+
+    from fairspec.certify.rounding import ETA64, U64, fraction, gamma
+    from fairspec.models.forest_threads import _leaf_terms
+
+    n = len(forest.estimators_)
+    T = Fraction(0)
+    for m in forest.estimators_:
+        v = _leaf_terms(m)
+        if v.size:
+            T += fraction(float(np.max(np.abs(v))))
+    g = fraction(gamma(n, U64))
+    u = fraction(U64)
+    return 2 * (g * T + u * (1 + g) * T) / n + 2 * fraction(ETA64)
+
+
+def _largest(forest):
+    """T / n (a Fraction): the largest |output| the trees' exact mean can take."""
+    from fractions import Fraction
+
+    import numpy as np
+
+    from fairspec.certify.rounding import fraction
+    from fairspec.models.forest_threads import _leaf_terms
+
+    T = Fraction(0)
+    for m in forest.estimators_:
+        v = _leaf_terms(m)
+        if v.size:
+            T += fraction(float(np.max(np.abs(v))))
+    return T / len(forest.estimators_)
+
+
+def _forests(model) -> list:
+    from fairspec.models.forest_threads import threaded_forests
+
+    out = []
+    for est in (getattr(model, "raw", None), getattr(getattr(model, "folded", None), "runtime", None),
+                getattr(model, "pipeline", None)):
+        for f in threaded_forests(est):
+            if all(f is not g for g in out):
+                out.append(f)
+    return out
+
+
+def _own(model, forest) -> bool:
+    """Is the model's output the forest's own (the forest itself, a folded pipeline's runtime copy of it, or the
+    last step of a pipeline evaluated whole, whose predict / predict_proba is the step's on the transformed rows)?"""
+    from fairspec.models.forest_threads import FORESTS
+
+    if type(forest).__name__ not in FORESTS:
+        return False
+    for est in (getattr(model, "raw", None), getattr(getattr(model, "folded", None), "runtime", None),
+                getattr(model, "pipeline", None)):
+        steps = getattr(est, "steps", None)
+        if est is forest or (isinstance(steps, list) and steps and steps[-1][1] is forest):
+            return True
+    return False
+
+
+@contextlib.contextmanager
+def one_thread(model, forests):
+    """The model with its forests on one thread (their trees' order) for the decision, restored after."""
+    saved = [(f, f.n_jobs) for f in forests]
+    problem = model.order_problem
+    try:
+        for f, _ in saved:
+            f.n_jobs = 1
+        model.order_problem = None
+        yield
+    finally:
+        for f, n_jobs in saved:
+            f.n_jobs = n_jobs
+        model.order_problem = problem
+
+
+def decide(prop, ctx, run):
+    """The verdict by the margin above, or None when the model has no order problem (decided as usual).
+    ``run(prop)`` decides a property on the model as fairspec reads it."""
+    from fairspec.certify.rounding import U64, float_down, float_up, fraction
+    from fairspec.verdict import unknown, with_note
+
+    try:
+        model = ctx.model(prop.model)
+    except Exception:  # noqa: BLE001 - a load error is reported by the path that needs the model
+        return None
+    problem = getattr(model, "order_problem", None)
+    if problem is None:
+        return None
+    forests = _forests(model)
+    # the output compared is the forest's own column (not a logistic of it: a probability declared a logit)
+    if prop.post in LABELS and getattr(model, "task", None) != "regression" and forests and \
+            all(_own(model, f) for f in forests):
+        return _labels(prop, model, forests, problem, run)
+    regression = getattr(model, "task", None) == "regression"
+    own = prop.post in POSTS and (prop.post == "value") == regression and \
+        (regression or getattr(model, "score_kind", None) != "logit")
+    if not own or not forests or not all(_own(model, f) for f in forests):
+        return unknown(prop, f"{model.path.name}: {problem}")
+    E = max(reorder_bound(f) for f in forests)      # a folded pipeline's runtime copy: the same trees
+    eps = fraction(prop.eps)
+    # and the rounding of a difference |v(x) - v(x')| (outputs at most M = T / n + E), were it computed in floats
+    E += fraction(U64) * (2 * _largest(forests[0]) + E + eps)
+    n_jobs = forests[0].n_jobs
+    said = (f"{model.path.name} adds its {len(forests[0].estimators_)} trees in the order its n_jobs = {n_jobs} "
+            f"threads finish: any order's output is within {float(float_up(E)):.3g} of the trees' order's")
+    with one_thread(model, forests):
+        if eps > 2 * E:
+            tight = float_down(eps - 2 * E)
+            v = run(replace(prop, eps=tight))
+            if v.status == "holds" and v.how == "proved":
+                return with_note(v, f"{said}, so this was proved with {prop.eps_op} {tight!r} (eps - 2 x that, and a "
+                                    f"rounding) in the trees' order: it holds in every order")
+        loose = float_up(eps + 2 * E)
+        v = run(replace(prop, eps=loose))
+        if v.status == "violated":
+            return with_note(v, f"{said}, so its pair breaks {prop.eps_op} {loose!r} (eps + 2 x that, and a rounding) "
+                                f"in the trees' order: it breaks eps in every order")
+    inner = f"; in the trees' order it is unknown too: {v.reason}" if v.status == "unknown" else ""
+    return unknown(prop, f"{model.path.name}: {problem} (its outputs in two orders differ by up to "
+                         f"{float(float_up(2 * E)):.3g}, and the property is decided by no margin larger than that"
+                         f"{inner})")
+
+
+def robust_rows(P, E, threshold) -> list[bool]:
+    """Per row of the trees' order's probabilities P (rows, K): is every decision read from it the same in every
+    order? Every two columns more than 2E apart (predict's argmax, first column at a tie) and every column more
+    than E from the threshold (a label read as probability > threshold), exactly in rationals."""
+    from fairspec.certify.rounding import fraction
+
+    out = []
+    for row in P:
+        q = [fraction(float(v)) for v in row]
+        gaps = all(abs(a - b) > 2 * E for i, a in enumerate(q) for b in q[i + 1:])
+        cut = threshold is None or all(abs(a - fraction(float(threshold))) > E for a in q)
+        out.append(gaps and cut)
+    return out
+
+
+def _labels(prop, model, forests, problem, run):
+    """``label`` / ``class`` posts: violated where the trees' order's witness decides both its inputs by more
+    than any reordering can move (:func:`robust_rows`): every order gives the witness's labels; else unknown (a
+    holds would need every input of the domain that far from a tie: not attempted)."""
+    import numpy as np
+
+    from fairspec.verdict import unknown, with_note
+
+    E = max(reorder_bound(f) for f in forests)
+    with one_thread(model, forests):
+        v = run(prop)
+        if v.status == "violated" and v.witness is not None:
+            try:
+                P = np.asarray(model.library_probabilities(np.array([v.witness.x, v.witness.x_prime], dtype=float)))
+            except Exception:  # noqa: BLE001 - no probabilities to read a margin from: not decided this way
+                P = None
+            if P is not None and P.ndim == 2 and all(robust_rows(P, E, getattr(model.readout, "threshold", None))):
+                n_jobs = forests[0].n_jobs
+                return with_note(v, f"{model.path.name} adds its {len(forests[0].estimators_)} trees in the order its "
+                                    f"n_jobs = {n_jobs} threads finish, and the witness's two inputs are decided by "
+                                    f"more than any order moves their probabilities: its labels are the same in "
+                                    f"every order")
+    return unknown(prop, f"{model.path.name}: {problem} (a label is decided the same in every order only away from a "
+                         f"tie, and this property is not decided that way)")
