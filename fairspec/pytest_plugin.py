@@ -7,7 +7,8 @@ collects the ``.fair`` files it walks past; each property becomes an item named 
     holds (proved or estimated)  passes (its notes, if any, as a FairspecNote warning: silence it with
                                  filterwarnings = ignore::fairspec.pytest_plugin.FairspecNote)
     violated                     fails, with the value, the claim and the replayed witness
-    unknown                      fails (``--fairspec-unknown=skip`` or ``xfail`` to relax it)
+    unknown                      fails (``--fairspec-unknown=skip`` or ``xfail`` to relax it; an internal
+                                 error, a fairspec bug, always fails)
     a spec with lint errors      one failing item, ``spec.fair::lint``, with the diagnostics
 
 ini options: ``fairspec_skip`` / ``fairspec_xfail``: lines ``PATTERN [reason]``, where PATTERN is an
@@ -157,6 +158,9 @@ class PropertyItem(pytest.Item):
         if verdict.status == "holds":
             warn_notes(verdict)
             return
+        bug = [e for e in report.internal_errors if e.startswith(f"{self.name}: ")]
+        if bug:  # a fairspec bug (exit code 4) is no unknown --fairspec-unknown may skip or xfail: it fails
+            raise FairspecFailure(visible_value(f"internal error: {bug[0]}"))
         if verdict.status == "unknown":
             from fairspec.report import verdict_notes
 

@@ -18,7 +18,8 @@ __all__ = ["assert_fair"]
 def assert_fair(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[str, Any] | None = None,
                 property: str | None = None, allow_unknown: bool = False, allow=()):
     """Check the spec; raise AssertionError naming every property that is violated (with its value,
-    witness and notes) or unknown (unless ``allow_unknown``), and every lint error. The notes of a
+    witness and notes) or unknown (unless ``allow_unknown``; an internal error -- a fairspec bug, exit code 4 --
+    is never allowed), and every lint error. The notes of a
     property that passes are warned (``fairspec.pytest_plugin.FairspecNote``; silenced by the filter
     ``ignore::fairspec.pytest_plugin.FairspecNote``). Returns the report."""
     __tracebackhide__ = True  # pytest shows the failing test's line and the message, not this frame
@@ -32,6 +33,10 @@ def assert_fair(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[
         from fairspec.diagnostics.visible import visible_value
 
         problems.append(visible_value(report.report.error))  # one line, no ##[: a CI log reads it
+    # a bug in fairspec (exit code 4) is never an unknown the caller allowed: nothing decided that property
+    from fairspec.diagnostics.visible import visible_value
+
+    problems.extend(f"internal error: {visible_value(e)}" for e in report.report.internal_errors)
     for v in report:
         if v.status == "violated" or (v.status == "unknown" and not allow_unknown):
             problems.append(describe(v))

@@ -38,3 +38,98 @@ def test_the_action_step_keeps_every_other_code_whatever_fail_on_unknown_says(c)
 def test_the_action_step_fails_when_the_check_step_left_no_exit_code():
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CODE": "", "FAIL_ON_UNKNOWN": "false"}
     assert subprocess.run(["bash", "-c", _verdict_step()], env=env, capture_output=True).returncode == 2
+
+
+# --- a tiny project: a logistic regression (skops), 2 features, a data table --------------------------
+
+SPEC = '''data d = csv("d.csv", label = y == 1)
+features P from d {
+  a : int in [0, 5]
+  s : {M, F} protected
+}
+model m = sklearn("m.skops")
+encode P for m {  # fairspec: ignore[FS427]
+  a : raw
+  s : code
+}
+'''
+LOOSE = "property loose {\n  disparate_impact(m, groups s, data = d) >= 0.01\n}\n"
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    import numpy as np
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+
+    folder = tmp_path_factory.mktemp("gates")
+    rng = np.random.default_rng(0)
+    a, s = rng.integers(0, 6, 300), rng.integers(0, 2, 300)
+    y = ((a + 2 * s + rng.normal(0, 1.5, 300)) > 3.5).astype(int)
+    (folder / "d.csv").write_text("a,s,y\n" + "".join(f"{x},{'MF'[z]},{w}\n" for x, z, w in zip(a, s, y)))
+    sio.dump(LogisticRegression().fit(np.column_stack([a, s]).astype(float), y), folder / "m.skops")
+    (folder / "fairspec.toml").write_text("")
+    return folder
+
+
+def _spec(project: Path, name: str, body: str) -> Path:
+    p = project / name
+    p.write_text(SPEC + body)
+    return p
+
+
+def _broken(monkeypatch):
+    """A bug in the data backend: the property is unknown naming the internal error (exit code 4)."""
+    import fairspec.kinds.on_data as on_data
+
+    def boom(*a, **k):
+        raise RuntimeError("a bug")
+
+    monkeypatch.delenv("FAIRSPEC_DEBUG", raising=False)
+    monkeypatch.setattr(on_data, "run", boom)
+
+
+def test_assert_fair_fails_on_an_internal_error_even_when_unknowns_are_allowed(project, monkeypatch):
+    """allow_unknown=True passed a property whose backend crashed (a fairspec bug, exit code 4) as an
+    allowed unknown: the test passed on a property nothing decided."""
+    from fairspec.testing import assert_fair
+
+    spec = _spec(project, "internal.fair", LOOSE)
+    _broken(monkeypatch)
+    with pytest.raises(AssertionError, match="internal error"):
+        assert_fair(spec, allow_unknown=True)
+
+
+CONFTEST = '''
+import fairspec.kinds.on_data as on_data
+
+_run = on_data.run
+
+
+def run(prop, *a, **k):
+    if prop.name == "crash":
+        raise RuntimeError("a bug")
+    return _run(prop, *a, **k)
+
+
+on_data.run = run
+'''
+
+
+def test_the_plugin_fails_an_internal_error_under_fairspec_unknown_skip(project, tmp_path):
+    """--fairspec-unknown=skip skipped a property whose backend crashed (exit code 4 on the command line):
+    the run was green. One pytest in a subprocess, as CI runs it: the plugin as installed."""
+    from conftest import _cli_env
+
+    for f in ("d.csv", "m.skops", "fairspec.toml"):
+        (tmp_path / f).write_bytes((project / f).read_bytes())
+    _spec(tmp_path, "spec.fair", LOOSE + "property crash {\n  disparate_impact(m, groups s, data = d) >= 0.01\n}\n")
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    env = _cli_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(tmp_path)])
+    r = subprocess.run([os.sys.executable, "-m", "pytest", "--fairspec", "--fairspec-unknown=skip", "-rA", "-q",
+                        "-p", "no:cacheprovider", "-o", "addopts=", "spec.fair"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "PASSED spec.fair::loose" in r.stdout and "FAILED spec.fair::crash" in r.stdout, r.stdout
+    assert "internal error" in r.stdout, r.stdout
