@@ -112,7 +112,8 @@ def _lint(args) -> int:
     from fairspec.diagnostics import render
     from fairspec.pipeline import lint
 
-    res = lint(args.spec, allow=args.allow_path, ignore=args.ignore)
+    with _solver_chatter_to_stderr(args.format != "text"):  # lint loads the models: what they print is not the document
+        res = lint(args.spec, allow=args.allow_path, ignore=args.ignore)
     if args.format in ("sarif", "github"):
         from fairspec.report import ci
 

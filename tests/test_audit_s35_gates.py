@@ -133,3 +133,29 @@ def test_the_plugin_fails_an_internal_error_under_fairspec_unknown_skip(project,
     assert r.returncode == 1, r.stdout + r.stderr
     assert "PASSED spec.fair::loose" in r.stdout and "FAILED spec.fair::crash" in r.stdout, r.stdout
     assert "internal error" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif", "github"])
+def test_lint_in_a_machine_format_keeps_what_a_library_writes_to_fd_1_off_stdout(project, monkeypatch, capfd, fmt):
+    """lint loads the models to type-check them (LightGBM's logger and xgboost's non-warning log lines are
+    Python prints, C libraries write to fd 1 directly): `lint --format json` printed that text before its
+    document, which then did not parse. check already pointed fd 1 at stderr while it works; lint did not."""
+    import json
+
+    from fairspec import cli, pipeline
+
+    spec = _spec(project, "lintfd.fair", LOOSE)
+    real = pipeline.lint
+
+    def chatty(*a, **k):
+        os.write(1, b"[LightGBM] [Warning] a C library's line on fd 1\n")
+        print("a Python print from a library's logger")
+        return real(*a, **k)
+
+    monkeypatch.setattr(pipeline, "lint", chatty)
+    assert cli.main(["lint", str(spec), "--format", fmt]) == 0
+    out, err = capfd.readouterr()
+    assert "LightGBM" not in out and "a Python print" not in out, out
+    assert "LightGBM" in err and "a Python print" in err
+    if fmt != "github":
+        json.loads(out)
