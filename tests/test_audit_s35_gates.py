@@ -159,3 +159,13 @@ def test_lint_in_a_machine_format_keeps_what_a_library_writes_to_fd_1_off_stdout
     assert "LightGBM" in err and "a Python print" in err
     if fmt != "github":
         json.loads(out)
+
+
+def test_assert_fair_fails_on_a_spec_that_states_no_property(project):
+    """A spec with models and data but no property passed assert_fair: the test asserted nothing."""
+    from fairspec.testing import assert_fair
+
+    spec = _spec(project, "none.fair", "")
+    with pytest.raises(AssertionError, match="no property"):
+        assert_fair(spec)
+    assert_fair(_spec(project, "one.fair", LOOSE))  # one that holds still passes
