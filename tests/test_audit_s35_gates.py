@@ -169,3 +169,17 @@ def test_assert_fair_fails_on_a_spec_that_states_no_property(project):
     with pytest.raises(AssertionError, match="no property"):
         assert_fair(spec)
     assert_fair(_spec(project, "one.fair", LOOSE))  # one that holds still passes
+
+
+def test_the_action_summary_never_says_every_property_holds_for_a_run_that_failed():
+    """A SARIF log whose run failed before any result (a usage error in the Action's `args`: a tool execution
+    notification, no result) was summarised "No findings: every property holds" on the run's page."""
+    from fairspec.hooks import summary
+
+    note = {"level": "error", "message": {"text": "bad usage: argument --workers: got '0'"}, "descriptor": {"id": "input"}}
+    log = {"runs": [{"results": [], "invocations": [{"executionSuccessful": False,
+                                                     "toolExecutionNotifications": [note]}]}]}
+    text = summary(log)
+    assert "every property holds" not in text and "--workers" in text and "error" in text
+    ok = {"runs": [{"results": [], "invocations": [{"executionSuccessful": True}]}]}
+    assert "every property holds" in summary(ok)
