@@ -149,6 +149,8 @@ class PropertyItem(pytest.Item):
 
     def runtest(self):
         report = self.parent.report_for(self.name, self.session)
+        if report.interrupted:  # Ctrl-C stopped the check, which caught it: pytest stops as it does on Ctrl-C
+            raise KeyboardInterrupt
         if report.error:  # every text from a value made visible: a CI log reads a pytest failure too
             raise FairspecFailure(visible_value(report.error))
         verdict = next((v for v in report.verdicts if v.name == self.name), None)

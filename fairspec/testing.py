@@ -29,6 +29,8 @@ def assert_fair(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[
     from fairspec.pytest_plugin import describe, warn_notes
 
     report = fairspec.check(spec, models=models, data=data, property=property, allow=allow)
+    if report.report.interrupted:  # Ctrl-C stopped the check (it caught it to report what it had): stop the test run
+        raise KeyboardInterrupt
     problems = [render_full(d) for d in report.diagnostics if d.is_error]
     if report.report.error:
         problems.append(visible_value(report.report.error))  # one line, no ##[: a CI log reads it

@@ -109,6 +109,8 @@ _run = on_data.run
 def run(prop, *a, **k):
     if prop.name == "crash":
         raise RuntimeError("a bug")
+    if prop.name == "stop":
+        raise KeyboardInterrupt
     return _run(prop, *a, **k)
 
 
@@ -116,20 +118,33 @@ on_data.run = run
 '''
 
 
-def test_the_plugin_fails_an_internal_error_under_fairspec_unknown_skip(project, tmp_path):
-    """--fairspec-unknown=skip skipped a property whose backend crashed (exit code 4 on the command line):
-    the run was green. One pytest in a subprocess, as CI runs it: the plugin as installed."""
+def _inner_pytest(project, tmp_path, name: str, last: str):
+    """pytest --fairspec --fairspec-unknown=skip on a spec with `loose` and `last`, in a subprocess, as CI runs
+    it (the plugin as installed), with CONFTEST's broken backend."""
     from conftest import _cli_env
 
     for f in ("d.csv", "m.skops", "fairspec.toml"):
         (tmp_path / f).write_bytes((project / f).read_bytes())
-    _spec(tmp_path, "spec.fair", LOOSE + "property crash {\n  disparate_impact(m, groups s, data = d) >= 0.01\n}\n")
+    _spec(tmp_path, name, LOOSE + f"property {last} {{\n  disparate_impact(m, groups s, data = d) >= 0.01\n}}\n")
     (tmp_path / "conftest.py").write_text(CONFTEST)
     env = _cli_env()
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(tmp_path)])
-    r = subprocess.run([os.sys.executable, "-m", "pytest", "--fairspec", "--fairspec-unknown=skip", "-rA", "-q",
-                        "-p", "no:cacheprovider", "-o", "addopts=", "spec.fair"],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run([os.sys.executable, "-m", "pytest", "--fairspec", "--fairspec-unknown=skip", "-rA", "-q",
+                           "-p", "no:cacheprovider", "-o", "addopts=", name],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_the_plugin_stops_the_run_on_a_ctrl_c_the_check_caught(project, tmp_path):
+    """Ctrl-C during a property's check was caught by the check (the property unknown, interrupted), and
+    under --fairspec-unknown=skip the item was skipped and pytest went on, exit 0 at the end."""
+    r = _inner_pytest(project, tmp_path, "stop.fair", "stop")
+    assert r.returncode == 2 and "KeyboardInterrupt" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_the_plugin_fails_an_internal_error_under_fairspec_unknown_skip(project, tmp_path):
+    """--fairspec-unknown=skip skipped a property whose backend crashed (exit code 4 on the command line):
+    the run was green."""
+    r = _inner_pytest(project, tmp_path, "spec.fair", "crash")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "PASSED spec.fair::loose" in r.stdout and "FAILED spec.fair::crash" in r.stdout, r.stdout
     assert "internal error" in r.stdout, r.stdout
@@ -183,3 +198,25 @@ def test_the_action_summary_never_says_every_property_holds_for_a_run_that_faile
     assert "every property holds" not in text and "--workers" in text and "error" in text
     ok = {"runs": [{"results": [], "invocations": [{"executionSuccessful": True}]}]}
     assert "every property holds" in summary(ok)
+
+
+def _interrupted(monkeypatch):
+    """Ctrl-C while the data backend works: pipeline.check catches it, reports the property unknown
+    (interrupted) and the report's exit code is 130 -- but nothing in the API raised it again."""
+    import fairspec.kinds.on_data as on_data
+
+    def ctrl_c(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(on_data, "run", ctrl_c)
+
+
+def test_assert_fair_raises_keyboard_interrupt_again_after_a_ctrl_c(project, monkeypatch):
+    """assert_fair(allow_unknown=True) passed a check that Ctrl-C stopped (the property reported unknown,
+    interrupted): the test passed and the test run went on as if the user had not asked it to stop."""
+    from fairspec.testing import assert_fair
+
+    spec = _spec(project, "ctrlc.fair", LOOSE)
+    _interrupted(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        assert_fair(spec, allow_unknown=True)
