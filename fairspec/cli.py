@@ -309,7 +309,8 @@ def _emit_check(args, result) -> int:
         print("fairspec: interrupted; the properties not decided are reported unknown", file=sys.stderr)
     internal = ()
     if args.format != "text" and args.html is not None:  # written first: the document says if it failed
-        internal = _html_error_into(lambda html: html.write(result, args.html, keep=result.inputs), [result])
+        with _solver_chatter_to_stderr(True):  # what matplotlib (or a library it loads) prints is not the document
+            internal = _html_error_into(lambda html: html.write(result, args.html, keep=result.inputs), [result])
     if args.format == "json":
         print(rep.to_json(result))
     elif args.format in ("sarif", "github"):
@@ -465,8 +466,9 @@ def _emit_models(args, reports) -> int:
     internal = ()
     if args.format != "text" and args.html is not None:  # as in _emit_check: written before the document
         keep = tuple(x for _, r in reports for x in (r.inputs or ()))
-        internal = _html_error_into(lambda html: html.write_models(reports, args.html, keep=keep),
-                                    [r for _, r in reports])
+        with _solver_chatter_to_stderr(True):  # as in _emit_check: nothing printed while drawing reaches stdout
+            internal = _html_error_into(lambda html: html.write_models(reports, args.html, keep=keep),
+                                        [r for _, r in reports])
     codes = [r.exit_code for _, r in reports]
     code = next((c for c in (130, 143, 2, 4, 1, 3) if c in codes), 0)
     if code in (130, 143):

@@ -220,3 +220,30 @@ def test_assert_fair_raises_keyboard_interrupt_again_after_a_ctrl_c(project, mon
     _interrupted(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         assert_fair(spec, allow_unknown=True)
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif"])
+def test_check_in_a_machine_format_keeps_what_the_html_report_prints_off_stdout(project, monkeypatch, capfd,
+                                                                               tmp_path, fmt):
+    """Under --format json|sarif with --html, the HTML report (matplotlib, drawn after the check) was written
+    with fd 1 and sys.stdout back on the real stdout: whatever it printed went before the document."""
+    import json
+
+    from fairspec import cli
+    from fairspec.report import html
+
+    spec = _spec(project, "htmlfd.fair", LOOSE)
+    real = html.write
+
+    def chatty(*a, **k):
+        os.write(1, b"a C library's line on fd 1\n")
+        print("a Python print while drawing")
+        return real(*a, **k)
+
+    monkeypatch.setattr(html, "write", chatty)
+    assert cli.main(["check", str(spec), "--format", fmt, "--html", str(tmp_path / "r.html")]) == 0
+    out, err = capfd.readouterr()
+    assert "C library" not in out and "a Python print" not in out, out
+    assert "C library" in err and "a Python print" in err
+    json.loads(out)
+    assert (tmp_path / "r.html").is_file()
