@@ -13,7 +13,8 @@ collects the ``.fair`` files it walks past; each property becomes an item named 
 
 ini options: ``fairspec_skip`` / ``fairspec_xfail``: lines ``PATTERN [reason]``, where PATTERN is an
 fnmatch pattern over the item's node id (``specs/*.fair::*.equalized_odds``): matching items are
-skipped / marked xfail. Items also carry the marker ``fairspec``.
+skipped / marked xfail (strict; only a verdict -- violated, or unknown -- is the expected failure: a
+file that cannot be used or an internal error still fails). Items also carry the marker ``fairspec``.
 
 Inside ordinary tests, :func:`fairspec.testing.assert_fair` checks a spec (and in-memory models).
 """
@@ -79,7 +80,7 @@ class SpecFile(pytest.File):
                     item.add_marker(pytest.mark.skip(reason=reason))
             for pattern, reason in _rules(self.config, "fairspec_xfail"):
                 if fnmatch.fnmatch(item.nodeid, pattern):
-                    item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+                    item.add_marker(pytest.mark.xfail(reason=reason, strict=True, raises=FairspecVerdictFailure))
             yield item
 
     def report_for(self, name: str, session):
@@ -100,7 +101,13 @@ class SpecFile(pytest.File):
 
 
 class FairspecFailure(Exception):
-    pass
+    """An item that fails: a spec, model or data file that cannot be used, an internal error, or (the
+    subclass) a verdict."""
+
+
+class FairspecVerdictFailure(FairspecFailure):
+    """A verdict that fails its item (violated, or unknown not relaxed): the only failure an ini
+    ``fairspec_xfail`` pattern expects -- a data file that cannot be read is never an expected failure."""
 
 
 class FairspecNote(UserWarning):
@@ -172,7 +179,7 @@ class PropertyItem(pytest.Item):
                 raise pytest.skip.Exception(f"unknown: {visible_value(verdict.reason)}{said}", _use_item_location=True)
             if mode == "xfail":
                 pytest.xfail(f"unknown: {visible_value(verdict.reason)}{said}")
-        raise FairspecFailure(describe(verdict))
+        raise FairspecVerdictFailure(describe(verdict))
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, FairspecFailure):

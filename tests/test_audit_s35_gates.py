@@ -111,6 +111,10 @@ def run(prop, *a, **k):
         raise RuntimeError("a bug")
     if prop.name == "stop":
         raise KeyboardInterrupt
+    if prop.name == "broken":
+        from fairspec.runtime.data import DataError
+
+        raise DataError("d.csv cannot be read: row 7 is cut short")
     return _run(prop, *a, **k)
 
 
@@ -118,7 +122,7 @@ on_data.run = run
 '''
 
 
-def _inner_pytest(project, tmp_path, name: str, last: str):
+def _inner_pytest(project, tmp_path, name: str, last: str, *extra: str):
     """pytest --fairspec --fairspec-unknown=skip on a spec with `loose` and `last`, in a subprocess, as CI runs
     it (the plugin as installed), with CONFTEST's broken backend."""
     from conftest import _cli_env
@@ -130,7 +134,7 @@ def _inner_pytest(project, tmp_path, name: str, last: str):
     env = _cli_env()
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(tmp_path)])
     return subprocess.run([os.sys.executable, "-m", "pytest", "--fairspec", "--fairspec-unknown=skip", "-rA", "-q",
-                           "-p", "no:cacheprovider", "-o", "addopts=", name],
+                           "-p", "no:cacheprovider", "-o", "addopts=", *extra, name],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -247,3 +251,11 @@ def test_check_in_a_machine_format_keeps_what_the_html_report_prints_off_stdout(
     assert "C library" in err and "a Python print" in err
     json.loads(out)
     assert (tmp_path / "r.html").is_file()
+
+
+def test_an_xfail_pattern_does_not_hide_a_data_file_that_cannot_be_read(project, tmp_path):
+    """fairspec_xfail expects the property to be violated (or unknown); a data file that fails to load made
+    the item fail with the same exception, so it was reported xfailed and the run was green."""
+    r = _inner_pytest(project, tmp_path, "xf.fair", "broken", "-o", "fairspec_xfail=*::broken known unfair")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "FAILED xf.fair::broken" in r.stdout and "cannot be read" in r.stdout, r.stdout
