@@ -259,3 +259,23 @@ def test_an_xfail_pattern_does_not_hide_a_data_file_that_cannot_be_read(project,
     r = _inner_pytest(project, tmp_path, "xf.fair", "broken", "-o", "fairspec_xfail=*::broken known unfair")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "FAILED xf.fair::broken" in r.stdout and "cannot be read" in r.stdout, r.stdout
+
+
+def test_a_witness_output_is_printed_with_the_digits_that_read_back_as_it():
+    """A witness's outputs were printed to 6 significant digits (text report, SARIF, pytest failure): a
+    float32 probability pair 0.5250001 / 0.475 breaking |p - p'| <= 0.05 printed as 0.525 / 0.475, a pair
+    that looks like it meets the claim. Each printed output now reads back as the runtime's number (as the
+    float32 it is, or the double)."""
+    import numpy as np
+
+    from fairspec.verdict import Witness
+
+    a, b = float(np.float32(0.5250001)), float(np.float32(0.475))
+    assert a - b > 0.05
+    w = Witness((0.0,), (1.0,), outputs=(a, b))
+    ta, tb = w.output_texts()
+    assert float(np.float32(ta)) == a and float(np.float32(tb)) == b, (ta, tb)
+    assert float(ta) - float(tb) > 0.05
+    assert Witness((0.0,), (1.0,), outputs=(1.0, 0.0)).output_texts() == ("1", "0")
+    exact = 0.1 + 0.2  # a double that is no float32: its shortest double text
+    assert float(Witness((0.0,), (1.0,), outputs=(exact, 0.25)).output_texts()[0]) == exact
