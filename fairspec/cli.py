@@ -316,6 +316,9 @@ def _emit_check(args, result) -> int:
     elif args.format in ("sarif", "github"):
         from fairspec.report import ci
 
+        # every internal error (a backend's, which left its property unknown, and the HTML report's, already in
+        # result.internal_errors) is an error finding of rule `internal`: exit 4 is never only a warning
+        internal = tuple(dict.fromkeys((*result.internal_errors, *internal)))
         policies = getattr(result, "policy_sites", None)
         text = (ci.to_sarif(result.diagnostics, result.verdicts, result.property_spans, error=result.error,
                             version=_version(), policies=policies, spec=result.spec, error_span=result.error_span,

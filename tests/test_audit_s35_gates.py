@@ -279,3 +279,25 @@ def test_a_witness_output_is_printed_with_the_digits_that_read_back_as_it():
     assert Witness((0.0,), (1.0,), outputs=(1.0, 0.0)).output_texts() == ("1", "0")
     exact = 0.1 + 0.2  # a double that is no float32: its shortest double text
     assert float(Witness((0.0,), (1.0,), outputs=(exact, 0.25)).output_texts()[0]) == exact
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "github"])
+def test_a_property_left_unknown_by_a_fairspec_bug_is_an_error_finding_not_only_a_warning(project, monkeypatch,
+                                                                                          capsys, fmt):
+    """A backend that crashed (exit code 4) was, in SARIF and GitHub annotations, only the property's
+    `unknown` warning: code scanning showed a warning for a run that ended in an internal error. It is now
+    also an error finding of rule `internal`, as an internal error of the HTML report already was."""
+    import json
+
+    from fairspec import cli
+
+    spec = _spec(project, "internal_ci.fair", LOOSE)
+    _broken(monkeypatch)
+    assert cli.main(["check", str(spec), "--format", fmt]) == 4
+    out = capsys.readouterr().out
+    if fmt == "sarif":
+        results = json.loads(out)["runs"][0]["results"]
+        assert any(r["ruleId"] == "internal" and r["level"] == "error" and "a bug" in r["message"]["text"]
+                   for r in results), results
+    else:
+        assert any(line.startswith("::error") and "internal" in line and "a bug" in line for line in out.splitlines()), out
