@@ -301,3 +301,25 @@ def test_a_property_left_unknown_by_a_fairspec_bug_is_an_error_finding_not_only_
                    for r in results), results
     else:
         assert any(line.startswith("::error") and "internal" in line and "a bug" in line for line in out.splitlines()), out
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "github"])
+def test_models_runs_carry_a_backend_internal_error_as_an_error_finding(project, monkeypatch, capsys, tmp_path, fmt):
+    """check --models: as above, per model file (each run of the SARIF log, each file's annotations)."""
+    import json
+
+    from fairspec import cli
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    (folder / "m2.skops").write_bytes((project / "m.skops").read_bytes())
+    spec = _spec(project, "internal_models.fair", LOOSE)
+    _broken(monkeypatch)
+    assert cli.main(["check", str(spec), "--format", fmt, "--models", f"m={folder}", "--allow-path",
+                     str(tmp_path)]) == 4
+    out = capsys.readouterr().out
+    if fmt == "sarif":
+        (run,) = json.loads(out)["runs"]
+        assert any(r["ruleId"] == "internal" and r["level"] == "error" for r in run["results"]), run["results"]
+    else:
+        assert any(line.startswith("::error") and "internal" in line and "a bug" in line for line in out.splitlines()), out
