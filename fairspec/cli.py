@@ -112,7 +112,8 @@ def _lint(args) -> int:
     from fairspec.diagnostics import render
     from fairspec.pipeline import lint
 
-    res = lint(args.spec, allow=args.allow_path, ignore=args.ignore)
+    with _solver_chatter_to_stderr(args.format != "text"):  # lint loads the models: what they print is not the document
+        res = lint(args.spec, allow=args.allow_path, ignore=args.ignore)
     if args.format in ("sarif", "github"):
         from fairspec.report import ci
 
@@ -308,12 +309,16 @@ def _emit_check(args, result) -> int:
         print("fairspec: interrupted; the properties not decided are reported unknown", file=sys.stderr)
     internal = ()
     if args.format != "text" and args.html is not None:  # written first: the document says if it failed
-        internal = _html_error_into(lambda html: html.write(result, args.html, keep=result.inputs), [result])
+        with _solver_chatter_to_stderr(True):  # what matplotlib (or a library it loads) prints is not the document
+            internal = _html_error_into(lambda html: html.write(result, args.html, keep=result.inputs), [result])
     if args.format == "json":
         print(rep.to_json(result))
     elif args.format in ("sarif", "github"):
         from fairspec.report import ci
 
+        # every internal error (a backend's, which left its property unknown, and the HTML report's, already in
+        # result.internal_errors) is an error finding of rule `internal`: exit 4 is never only a warning
+        internal = tuple(dict.fromkeys((*result.internal_errors, *internal)))
         policies = getattr(result, "policy_sites", None)
         text = (ci.to_sarif(result.diagnostics, result.verdicts, result.property_spans, error=result.error,
                             version=_version(), policies=policies, spec=result.spec, error_span=result.error_span,
@@ -464,8 +469,9 @@ def _emit_models(args, reports) -> int:
     internal = ()
     if args.format != "text" and args.html is not None:  # as in _emit_check: written before the document
         keep = tuple(x for _, r in reports for x in (r.inputs or ()))
-        internal = _html_error_into(lambda html: html.write_models(reports, args.html, keep=keep),
-                                    [r for _, r in reports])
+        with _solver_chatter_to_stderr(True):  # as in _emit_check: nothing printed while drawing reaches stdout
+            internal = _html_error_into(lambda html: html.write_models(reports, args.html, keep=keep),
+                                        [r for _, r in reports])
     codes = [r.exit_code for _, r in reports]
     code = next((c for c in (130, 143, 2, 4, 1, 3) if c in codes), 0)
     if code in (130, 143):

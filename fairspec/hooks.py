@@ -52,6 +52,17 @@ def summary(log: dict) -> str:
                 loc = f"{uri}:{line}" if line else uri
             rows.append(f"| {level} | {_cell(r.get('ruleId', ''))} | {_cell(loc)} | "
                         f"{_cell(r.get('message', {}).get('text', ''))} |")
+        failed = False
+        for inv in run.get("invocations") or []:  # a run that stopped before any result: a usage error, ...
+            failed |= inv.get("executionSuccessful") is False
+            for n in inv.get("toolExecutionNotifications") or []:
+                level = levels.get(n.get("level", "error"), "error")
+                counts[level] = counts.get(level, 0) + 1
+                rows.append(f"| {level} | {_cell((n.get('descriptor') or {}).get('id', ''))} | (the run) | "
+                            f"{_cell(n.get('message', {}).get('text', ''))} |")
+        if failed and not rows:
+            counts["error"] = counts.get("error", 0) + 1
+            rows.append("| error |  | (the run) | the check did not complete |")
     head = "## fairspec\n\n"
     if not rows:
         return head + "No findings: every property holds and the spec has no diagnostics.\n"

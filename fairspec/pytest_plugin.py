@@ -7,12 +7,14 @@ collects the ``.fair`` files it walks past; each property becomes an item named 
     holds (proved or estimated)  passes (its notes, if any, as a FairspecNote warning: silence it with
                                  filterwarnings = ignore::fairspec.pytest_plugin.FairspecNote)
     violated                     fails, with the value, the claim and the replayed witness
-    unknown                      fails (``--fairspec-unknown=skip`` or ``xfail`` to relax it)
+    unknown                      fails (``--fairspec-unknown=skip`` or ``xfail`` to relax it; an internal
+                                 error, a fairspec bug, always fails)
     a spec with lint errors      one failing item, ``spec.fair::lint``, with the diagnostics
 
 ini options: ``fairspec_skip`` / ``fairspec_xfail``: lines ``PATTERN [reason]``, where PATTERN is an
 fnmatch pattern over the item's node id (``specs/*.fair::*.equalized_odds``): matching items are
-skipped / marked xfail. Items also carry the marker ``fairspec``.
+skipped / marked xfail (strict; only a verdict -- violated, or unknown -- is the expected failure: a
+file that cannot be used or an internal error still fails). Items also carry the marker ``fairspec``.
 
 Inside ordinary tests, :func:`fairspec.testing.assert_fair` checks a spec (and in-memory models).
 """
@@ -78,7 +80,7 @@ class SpecFile(pytest.File):
                     item.add_marker(pytest.mark.skip(reason=reason))
             for pattern, reason in _rules(self.config, "fairspec_xfail"):
                 if fnmatch.fnmatch(item.nodeid, pattern):
-                    item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+                    item.add_marker(pytest.mark.xfail(reason=reason, strict=True, raises=FairspecVerdictFailure))
             yield item
 
     def report_for(self, name: str, session):
@@ -99,7 +101,13 @@ class SpecFile(pytest.File):
 
 
 class FairspecFailure(Exception):
-    pass
+    """An item that fails: a spec, model or data file that cannot be used, an internal error, or (the
+    subclass) a verdict."""
+
+
+class FairspecVerdictFailure(FairspecFailure):
+    """A verdict that fails its item (violated, or unknown not relaxed): the only failure an ini
+    ``fairspec_xfail`` pattern expects -- a data file that cannot be read is never an expected failure."""
 
 
 class FairspecNote(UserWarning):
@@ -148,6 +156,8 @@ class PropertyItem(pytest.Item):
 
     def runtest(self):
         report = self.parent.report_for(self.name, self.session)
+        if report.interrupted:  # Ctrl-C stopped the check, which caught it: pytest stops as it does on Ctrl-C
+            raise KeyboardInterrupt
         if report.error:  # every text from a value made visible: a CI log reads a pytest failure too
             raise FairspecFailure(visible_value(report.error))
         verdict = next((v for v in report.verdicts if v.name == self.name), None)
@@ -157,6 +167,9 @@ class PropertyItem(pytest.Item):
         if verdict.status == "holds":
             warn_notes(verdict)
             return
+        bug = [e for e in report.internal_errors if e.startswith(f"{self.name}: ")]
+        if bug:  # a fairspec bug (exit code 4) is no unknown --fairspec-unknown may skip or xfail: it fails
+            raise FairspecFailure(visible_value(f"internal error: {bug[0]}"))
         if verdict.status == "unknown":
             from fairspec.report import verdict_notes
 
@@ -166,7 +179,7 @@ class PropertyItem(pytest.Item):
                 raise pytest.skip.Exception(f"unknown: {visible_value(verdict.reason)}{said}", _use_item_location=True)
             if mode == "xfail":
                 pytest.xfail(f"unknown: {visible_value(verdict.reason)}{said}")
-        raise FairspecFailure(describe(verdict))
+        raise FairspecVerdictFailure(describe(verdict))
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, FairspecFailure):

@@ -56,7 +56,23 @@ class Witness:
             return None
         if self.output_labels is not None:
             return tuple(f"{lab} (class {int(o)})" for lab, o in zip(self.output_labels, self.outputs))
-        return f"{self.outputs[0]:.6g}", f"{self.outputs[1]:.6g}"
+        return _output_text(self.outputs[0]), _output_text(self.outputs[1])
+
+
+def _output_text(o) -> str:
+    """A replayed output as text that reads back as it: 6 significant digits where they do, else the float32's
+    shortest text when the runtime's number is a float32 (a network's probability), else the double's. (6 digits
+    alone printed a pair 0.5250001 / 0.475 breaking ``<= 0.05`` as 0.525 / 0.475, which seems to meet it.)"""
+    v = float(o)
+    if v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    text = f"{v:.6g}"
+    if float(text) == v or v != v:
+        return text
+    import numpy as np
+
+    f32 = np.float32(v) if abs(v) <= float(np.finfo(np.float32).max) else None  # no overflow warning
+    return str(f32) if f32 is not None and float(f32) == v else repr(v)
 
 
 def _signless(values) -> list:

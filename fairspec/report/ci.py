@@ -311,9 +311,12 @@ def to_sarif(diagnostics: list[Diagnostic], verdicts=(), spans: dict | None = No
 
 def to_sarif_models(reports, *, version: str = "0.1.0", internal=()) -> str:
     """``check --models``: one SARIF 2.1.0 log with one run per model file (in file order); the
-    ``internal`` errors of the whole command (the HTML report) in each run, as a write error is."""
+    ``internal`` errors of the whole command (the HTML report) in each run, as a write error is, and each
+    run's own (a backend's, which left its property unknown: exit 4 is never only a warning)."""
     runs = [_sarif_run(r.diagnostics, r.verdicts, r.property_spans, r.error, version, f, r.policy_sites, r.spec,
-                       getattr(r, "error_span", None), internal, getattr(r, "suppressed", ()),
+                       getattr(r, "error_span", None),
+                       tuple(dict.fromkeys((*getattr(r, "internal_errors", ()), *internal))),
+                       getattr(r, "suppressed", ()),
                        r.provenance() if getattr(r, "started", None) is not None else None)
             for f, r in reports]
     return _dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": runs})
@@ -372,7 +375,9 @@ def to_github_models(reports, internal=()) -> str:
         lines += _github_lines([(f"{rid} ({name})", sev, _one_line(f"model file {f}: {msg}"), span)
                                 for rid, sev, msg, span in _verdict_results(
                                     r.verdicts, r.property_spans or {}, r.error, r.policy_sites,
-                                    error_span=getattr(r, "error_span", None))], r.spec)
+                                    error_span=getattr(r, "error_span", None),
+                                    internal=[e for e in getattr(r, "internal_errors", ()) if e not in internal])],
+                               r.spec)
     spec = reports[0][1].spec if reports else None
     lines += _github_lines([("internal", "error", _one_line(msg), None) for msg in internal], spec)
     return "\n".join(lines)
