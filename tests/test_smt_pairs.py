@@ -169,20 +169,36 @@ def test_certify_refuses_a_tampered_query():
     assert prove_unsat(q, text, "sat", solver="z3") is None
     assert prove_unsat(q, text.replace("(assert", "(assert true) (assert", 1), "unsat", solver="z3") is None
     assert prove_unsat(q, smtlib(PairQuery.from_problem(p, Fraction(2), False)), "unsat", solver="z3") is None
-    # an excluded pair that violates on the runtime (scores 3 and 1: difference 2 > eps 1) is refused
-    pair = ([0, 0, 0], [1, 0, 0])
+    # an excluded pair is accepted only with the runtime's own scores of it, shown the same in every batch
+    # (certify.exact_runtime.scored_in_every_order: the dyadic network's points are exact in every order), and
+    # fair on them: |z - z'| within the eps the spec writes
+    def scores(pair):
+        return tuple(float(v) for v in np.asarray(net.forward(np.array(pair, dtype=float))).reshape(-1))
+
+    pair = next(pr for pr in (([0, a, b], [1, a, b]) for a in range(3) for b in range(3))
+                if scores(pr)[0] != scores(pr)[1])
+    if scores(pair)[0] < scores(pair)[1]:
+        pair = pair[::-1]                       # the ordered pair whose z - z' is positive
+    za, zb = scores(pair)
+    d = za - zb
+    rt = dict(post="logit", runtime_net=net, precision="float64", readout=("logit", 0))
     t2 = smtlib(q, excluded=[pair])
-    assert prove_unsat(q, t2, "unsat", solver="z3", excluded=[(*pair, (3.0, 1.0))], post="logit", eps=1) is None
-    assert prove_unsat(q, t2, "unsat", solver="z3", excluded=[(*pair, (2.0, 1.0))], post="logit", eps=1) is not None
-    assert prove_unsat(q, t2, "unsat", solver="z3", excluded=[(*pair, (2.0, 1.0))], post="logit", eps=1,
-                       eps_strict=True) is None
+    assert prove_unsat(q, t2, "unsat", solver="z3", excluded=[(*pair, (za, zb))], eps=d / 2, **rt) is None
+    assert prove_unsat(q, t2, "unsat", solver="z3", excluded=[(*pair, (za, zb))], eps=d, **rt) is not None
+    assert prove_unsat(q, t2, "unsat", solver="z3", excluded=[(*pair, (za, zb))], eps=d, eps_strict=True,
+                       **rt) is None
+    # scores that are not the runtime's own, or no runtime network to show them exact: refused
+    assert prove_unsat(q, t2, "unsat", solver="z3", excluded=[(*pair, (za, za))], eps=d, **rt) is None
+    assert prove_unsat(q, t2, "unsat", solver="z3", excluded=[(*pair, (za, zb))], eps=d, post="logit") is None
     # label: a point excluded as x must not be positive on the runtime, one excluded as x' must be
     ql = PairQuery.from_problem(p.with_post("label"), Fraction(0), True)
-    t3 = smtlib(ql, excluded=[([0, 0, 0], None)])
-    assert prove_unsat(ql, t3, "unsat", solver="z3", excluded=[([0, 0, 0], None, (0.0, float("nan")))],
-                       post="label") is not None
-    assert prove_unsat(ql, t3, "unsat", solver="z3", excluded=[([0, 0, 0], None, (1e-30, float("nan")))],
-                       post="label") is None
+    rl = dict(rt, post="label")
+    z0 = float(np.asarray(net.forward(np.zeros((1, 3)))).reshape(-1)[0])
+    one = ([0, 0, 0], None) if z0 <= 0 else (None, [0, 0, 0])
+    t3 = smtlib(ql, excluded=[one])
+    assert prove_unsat(ql, t3, "unsat", solver="z3", excluded=[(*one, (z0, z0))], **rl) is not None
+    assert prove_unsat(ql, t3, "unsat", solver="z3", excluded=[(*one, (1e-30 if z0 <= 0 else -1e-30,) * 2)],
+                       **rl) is None
     t4 = smtlib(ql, excluded=[(None, [0, 0, 0])])
     assert prove_unsat(ql, t4, "unsat", solver="z3", excluded=[(None, [0, 0, 0], (float("nan"), 0.0))],
                        post="label") is None
