@@ -66,7 +66,15 @@ def match(enc: ir.Encoding, fs: ir.FeatureSet, model: str, names: tuple[str, ...
     index: dict[str, int] = {}
     for i, n in enumerate(names):
         index.setdefault(n, i)
+    # a name the model records in another case ('Sex' for the feature sex) is that input, when no
+    # other input's name has the same letters: read by position instead, a block naming none of the
+    # model's names exactly fed its columns in the block's order (a proof about swapped columns)
+    folds: dict[str, list[int]] = {}
+    for i, n in enumerate(names):
+        folds.setdefault(n.casefold(), []).append(i)
+    by_case = {k: v[0] for k, v in folds.items() if len(v) == 1}
     found: list[tuple[ir.ColumnEncoding, list[int | None]]] = []
+    cased: list[tuple[ir.ColumnEncoding, int]] = []
     for c in enc.columns:
         f = fs.get(c.feature)
         # the data column first, then the name: a model's names are the columns of the frame it was
@@ -76,6 +84,14 @@ def match(enc: ir.Encoding, fs: ir.FeatureSet, model: str, names: tuple[str, ...
         per = [[min((index[n] for n in cands if n in index), default=None) for cands in slot_names(c, f, b)]
                for b in bases]
         slots = [next((p[k] for p in per if p[k] is not None), None) for k in range(len(per[0]))]
+        if any(i is None for i in slots):
+            per = [[min((by_case[n.casefold()] for n in cands if n.casefold() in by_case), default=None)
+                    for cands in slot_names(c, f, b)] for b in bases]
+            for k in range(len(slots)):
+                if slots[k] is None:
+                    slots[k] = next((p[k] for p in per if p[k] is not None), None)
+                    if slots[k] is not None:
+                        cased.append((c, slots[k]))
         found.append((c, slots))
     hits = sum(i is not None for _, s in found for i in s)
     if hits == 0:
@@ -108,6 +124,12 @@ def match(enc: ir.Encoding, fs: ir.FeatureSet, model: str, names: tuple[str, ...
                      hint=f"declare the categories of '{c.feature}' in the model's order: "
                           f"{literals.category_set(cat for _, cat in sorted(zip(slots, c.categories)))}")
             return None
+    if cased:
+        c, i = cased[0]
+        sink.add("FS421", f"model '{model}' records the input '{names[i]}' for '{c.feature}' (names differing in "
+                          f"case{', and ' + str(len(cased) - 1) + ' more' if len(cased) > 1 else ''}); the columns "
+                          f"are mapped by the model's names", c.span,
+                 hint="name the features (or their data columns) as the model's inputs to silence this")
     if all(s[0] == c.offset for c, s in found):
         return enc
     first = next(c for c, s in found if s[0] != c.offset)
