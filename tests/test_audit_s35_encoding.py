@@ -95,3 +95,67 @@ def test_pickle_names_in_the_block_order_are_checked_silently(tmp_path):
     assert not [d for d in rep.diagnostics if d.severity == "error"], rep.diagnostics
     (p,) = rep.to_dict()["properties"]
     assert p["status"] == "violated", p
+
+
+FIT_SPEC = """data d = csv("t.csv", label = y == 1)
+features F from d {{
+  a : int in [{lo}, {hi}]
+  g : {{A, B}} protected
+}}
+model m = sklearn("m.skops")
+encode F for m {{ a : standard  g : code {{A = 0, B = 1}} }}  # fairspec: ignore[FS427]
+property sp {{ statistical_parity(m, groups g) <= 0.5 }}
+"""
+
+
+@pytest.mark.parametrize("batch", [1 << 16, 64])
+def test_standard_fitted_on_a_streamed_file_is_the_in_memory_fit(tmp_path, monkeypatch, batch):
+    """`standard` without parameters is fitted on the data: numpy's mean and std of the rows in memory, and, for a
+    file too large to hold (streamed), the sum and the sum of squares less n mean^2 -- which loses every digit of
+    a feature whose spread is small beside its mean: a in 10^8 .. 10^8 + 3 (std 1.125) was fitted std 0 (read as
+    1), so the model was fed other inputs than in memory and parity came out 0.008 instead of 0.037. Now each
+    batch is taken two-pass and the batches combined pairwise (Chan et al.). Failed before the fix (0.008)."""
+    import warnings
+
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+
+    from fairspec import api
+    from fairspec.runtime import columnar
+
+    base, n = 100_000_000, 400
+    rng = np.random.default_rng(0)
+    a, g = base + rng.integers(0, 4, n), rng.choice(["A", "B"], n)
+    z = (a - a.astype(float).mean()) / a.astype(float).std()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = LogisticRegression().fit(np.c_[z, g == "B"], (z > 0).astype(int))
+    m.coef_, m.intercept_ = np.array([[1.0, 0.0]]), np.array([-0.35])    # encoded a=base+2 is 0.34: negative
+    pred = m.predict(np.c_[z, g == "B"])
+    truth = abs(pred[g == "A"].mean() - pred[g == "B"].mean())
+    sio.dump(m, tmp_path / "m.skops")
+    pd.DataFrame({"a": a, "g": g, "y": pred}).to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.fair").write_text(FIT_SPEC.format(lo=base, hi=base + 3))
+    got = {}
+    for stream in (False, True):
+        if stream:
+            monkeypatch.setattr(columnar, "STREAM_ROWS", 0)
+            monkeypatch.setattr(columnar, "BATCH_ROWS", batch)
+        (p,) = api.check(str(tmp_path / "s.fair")).to_dict()["properties"]
+        got[stream] = p["value"]
+    assert got[False] == pytest.approx(truth, abs=1e-12)
+    assert got[True] == pytest.approx(truth, abs=1e-12), got
+
+
+def test_batch_stats_combine_as_numpy_reads_the_whole():
+    """The streamed mean and std of batches agree with numpy's of all the values (to rounding)."""
+    from fairspec.runtime.encoding import batch_stats
+
+    rng = np.random.default_rng(1)
+    v = 1e9 + rng.integers(0, 7, 1000).astype(float) + rng.random(1000)
+    for size in (1000, 333, 64, 1):
+        st = batch_stats({"a"}, ({"a": v[i:i + size]} for i in range(0, v.size, size)))["a"]
+        lo, hi, mean, m2, n = st
+        assert (lo, hi, n) == (v.min(), v.max(), v.size)
+        assert mean == pytest.approx(v.mean(), rel=1e-15)
+        assert np.sqrt(m2 / n) == pytest.approx(v.std(), rel=1e-6)     # the mean of 10^9s is exact to 2^-23
