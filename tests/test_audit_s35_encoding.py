@@ -159,3 +159,53 @@ def test_batch_stats_combine_as_numpy_reads_the_whole():
         assert (lo, hi, n) == (v.min(), v.max(), v.size)
         assert mean == pytest.approx(v.mean(), rel=1e-15)
         assert np.sqrt(m2 / n) == pytest.approx(v.std(), rel=1e-6)     # the mean of 10^9s is exact to 2^-23
+
+
+CONST_SPEC = """data d = csv("t.csv", label = y == 1)
+features F from d {{
+  r : real in [0, 1]
+  g : {{A, B}} protected
+}}
+model m = sklearn("m.skops")
+encode F for m {{ r : standard  g : code {{A = 0, B = 1}} }}  # fairspec: ignore[FS427]
+property sp {{ statistical_parity(m, groups g) <= 0.5 }}
+"""
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_standard_fitted_on_a_constant_column_scales_by_one(tmp_path, monkeypatch, stream):
+    """A real feature constant in the data (every row 1/3): its std is 0, read as 1 (README: `(v - mean) / std`,
+    a zero std read as 1, as scikit-learn's StandardScaler does), and every row encodes to 0. numpy's mean of the
+    400 copies is 1/3 less an ulp and its std 5.6e-17, so each row was fed (1/3 - mean) / 5.6e-17 = 1, not 0:
+    label = enc + 0.6 [g = B] - 0.3 > 0 put both groups positive (parity 0) where the model the spec describes
+    separates them (parity 1). Now a column whose least and largest values are equal is fitted mean = that value,
+    std 0, in memory and streamed. Failed before the fix (value 0)."""
+    import warnings
+
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+
+    from fairspec import api
+    from fairspec.runtime import columnar
+
+    n, c = 400, 1 / 3
+    rng = np.random.default_rng(0)
+    g = rng.choice(["A", "B"], n)
+    X = np.c_[np.zeros(n), g == "B"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = LogisticRegression().fit(X, g == "B")
+    m.coef_, m.intercept_ = np.array([[1.0, 0.6]]), np.array([-0.3])
+    pred = m.predict(X)                         # every row's r encodes to (c - c) / 1 = 0
+    truth = abs(pred[g == "A"].mean() - pred[g == "B"].mean())
+    assert truth == 1.0
+    sio.dump(m, tmp_path / "m.skops")
+    pd.DataFrame({"r": np.full(n, c), "g": g, "y": pred.astype(int)}).to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.fair").write_text(CONST_SPEC.format())
+    if stream:
+        monkeypatch.setattr(columnar, "STREAM_ROWS", 0)
+        monkeypatch.setattr(columnar, "BATCH_ROWS", 64)
+    rep = api.check(str(tmp_path / "s.fair"))
+    assert not [d for d in rep.diagnostics if d.severity == "error"], rep.diagnostics
+    (p,) = rep.to_dict()["properties"]
+    assert p["value"] == pytest.approx(truth, abs=1e-12), p

@@ -19,6 +19,8 @@ def fit(enc: ir.Encoding, values: dict[str, np.ndarray]) -> ir.Encoding:
                 c = dataclasses.replace(c, lo=float(v.min()), hi=float(v.max()))
             elif c.kind == "standard":
                 c = dataclasses.replace(c, mean=float(v.mean()), std=float(v.std()))
+                if v.size and v.min() == v.max():    # a constant column: numpy's mean of n copies of 1/3 is
+                    c = dataclasses.replace(c, mean=float(v[0]), std=0.0)   # an ulp off, its std 5.6e-17, not 0
         cols.append(c)
     return dataclasses.replace(enc, columns=tuple(cols))
 
@@ -33,6 +35,8 @@ def fit_batches(enc: ir.Encoding, batches=None, stats: dict | None = None) -> ir
             lo, hi, mean, m2, n = stats[c.feature]
             if c.kind == "minmax":
                 c = dataclasses.replace(c, lo=lo, hi=hi)
+            elif c.kind == "standard" and lo == hi:   # a constant column (see fit)
+                c = dataclasses.replace(c, mean=float(lo), std=0.0)
             elif c.kind == "standard":
                 c = dataclasses.replace(c, mean=float(mean), std=float(np.sqrt(max(0.0, m2 / n))))
         cols.append(c)
