@@ -209,3 +209,73 @@ def test_standard_fitted_on_a_constant_column_scales_by_one(tmp_path, monkeypatc
     assert not [d for d in rep.diagnostics if d.severity == "error"], rep.diagnostics
     (p,) = rep.to_dict()["properties"]
     assert p["value"] == pytest.approx(truth, abs=1e-12), p
+
+
+def _two_input_onnx(path, names, w):
+    """A graph of two float [N, 1] inputs ``names``: logit = w . (in0, in1) - 0.5."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [None, 1]) for n in names]
+    W = numpy_helper.from_array(np.array(w, np.float32).reshape(2, 1), "W")
+    B = numpy_helper.from_array(np.array([-0.5], np.float32), "B")
+    nodes = [helper.make_node("Concat", list(names), ["x"], axis=1), helper.make_node("MatMul", ["x", "W"], ["xw"]),
+             helper.make_node("Add", ["xw", "B"], ["logit"])]
+    g = helper.make_graph(nodes, "g", ins, [helper.make_tensor_value_info("logit", TensorProto.FLOAT, [None, 1])],
+                          [W, B])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+@pytest.mark.parametrize("table", ["{0 = -1, 1 = 1}", "{0 = 2, 1 = 1}", "{0 = 0, 1 = 0.5}", "{0 = 1, 1 = 0}"])
+def test_multi_input_onnx_code_table_feeds_each_category(tmp_path, table):
+    """A graph with one input per column takes a category as itself (README, Multi-input ONNX): the feature
+    g in {0, 1} feeds the float input g its number. The encoded column holds the category's code, which was
+    read as a position in the categories sorted by code: {0 = -1, 1 = 1} fed both groups 1 (cats[-1], cats[1]):
+    parity 0, `holds` where the graph (logit = g - 0.5) separates them (parity 1); {0 = 0, 1 = 0.5} fed 0 to
+    both; {0 = 2, 1 = 1} failed (index 2 out of bounds). Now the code is looked up in the table. Failed before
+    the fix (holds 0.0; an error)."""
+    pytest.importorskip("onnxruntime")
+    from fairspec import api
+
+    _two_input_onnx(tmp_path / "m.onnx", ("g", "a"), [1.0, 0.0])
+    rng = np.random.default_rng(0)
+    a, g = rng.integers(0, 4, 200), rng.integers(0, 2, 200)
+    pd.DataFrame({"a": a, "g": g, "y": a % 2}).to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.fair").write_text(f"""data d = csv("t.csv", label = y == 1)
+features F from d {{
+  a : int in [0, 3]
+  g : {{0, 1}} protected
+}}
+model m = onnx("m.onnx", output = "logit")
+encode F for m {{ g : code {table}  a : raw }}
+property p {{ statistical_parity(m, groups g) <= 0.5 }}
+""")
+    rep = api.check(str(tmp_path / "s.fair"))
+    (p,) = rep.to_dict()["properties"]
+    assert (p["status"], p["value"]) == ("violated", 1.0), p
+
+
+def test_multi_input_onnx_names_differing_in_case_are_fed_by_name(tmp_path):
+    """The graph's inputs G and A (the features g and a): lint maps them by name (FS421 says the case differs),
+    and the runtime feeds them so -- it refused before ('feeds g, which is none of them')."""
+    pytest.importorskip("onnxruntime")
+    from fairspec import api
+
+    _two_input_onnx(tmp_path / "m.onnx", ("G", "A"), [1.0, 0.0])
+    rng = np.random.default_rng(0)
+    a, g = rng.integers(0, 4, 200), rng.integers(0, 2, 200)
+    pd.DataFrame({"a": a, "g": g, "y": a % 2}).to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.fair").write_text("""data d = csv("t.csv", label = y == 1)
+features F from d {
+  a : int in [0, 3]
+  g : {0, 1} protected
+}
+model m = onnx("m.onnx", output = "logit")
+encode F for m { a : raw  g : code }
+property p { statistical_parity(m, groups g) <= 0.5 }
+""")
+    rep = api.check(str(tmp_path / "s.fair"))
+    (p,) = rep.to_dict()["properties"]
+    assert (p["status"], p["value"]) == ("violated", 1.0), (p, rep.to_dict().get("error"))
