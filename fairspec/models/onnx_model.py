@@ -139,9 +139,11 @@ class OnnxModel(LoadedModel):
         import numpy as np
 
         by_name = {n: j for j, n in enumerate(self.input_names)}
+        from .base import loose_name as loose
+
         folds: dict = {}
         for j, n in enumerate(self.input_names):
-            folds.setdefault(n.casefold(), []).append(j)
+            folds.setdefault(loose(n), []).append(j)
         by_case = {k: v[0] for k, v in folds.items() if len(v) == 1}   # as lint matched (sema.names): 'G' for g
         binding = []
         for c in enc.columns:
@@ -149,8 +151,8 @@ class OnnxModel(LoadedModel):
             col = getattr(f, "column", None)
             j = by_name.get(col, by_name.get(c.feature))
             if j is None:
-                j = by_case.get(col.casefold()) if col else None
-                j = by_case.get(c.feature.casefold()) if j is None else j
+                j = by_case.get(loose(col)) if col else None
+                j = by_case.get(loose(c.feature)) if j is None else j
             if j is None or c.width != 1:
                 raise ModelLoadError(
                     f"ONNX model {self.path} takes the inputs {', '.join(self.input_names)}, and the encoding feeds "

@@ -236,7 +236,7 @@ class Context:
         if enc is None or fs is None or len(names) != enc.width:
             return
         from fairspec.diagnostics import DiagnosticError, Sink
-        from fairspec.sema.names import match
+        from fairspec.models.input_names import match
 
         sink = Sink()
         got = match(enc, fs, m.name, tuple(names), sink, enc.span)
