@@ -280,3 +280,41 @@ property p { statistical_parity(m, groups g) <= 0.5 }
     rep = api.check(str(tmp_path / "s.fair"))
     (p,) = rep.to_dict()["properties"]
     assert (p["status"], p["value"]) == ("violated", 1.0), (p, rep.to_dict().get("error"))
+
+
+def test_one_hot_names_of_cells_read_with_their_space_are_read_by_name(tmp_path):
+    """pandas.get_dummies of cells read with their leading space (Adult's " Male") names the columns
+    "sex_ Male": a block `sex : onehot  race : onehot` over a model recording race_ *, sex_ * named none of them
+    exactly, so it was fed in the block's order -- race's columns into sex's inputs -- and the model, which reads
+    sex only, `held`. Names are now also compared without their spaces: mapped by name, violated. Failed before
+    the fix (holds)."""
+    import warnings
+
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+
+    from fairspec import api
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"race": rng.choice([" Black", " White"], 60), "sex": rng.choice([" Female", " Male"], 60)})
+    X = pd.get_dummies(df).astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = LogisticRegression().fit(X, np.arange(60) % 2)
+    m.coef_, m.intercept_ = np.array([[0.0, 0.0, -1.0, 1.0]]), np.array([0.0])      # sex_ Female, sex_ Male only
+    sio.dump(m, tmp_path / "m.skops")
+    (tmp_path / "s.fair").write_text("""features F {
+  race : {Black, White}
+  sex : {Female, Male} protected
+}
+model m = sklearn("m.skops")
+encode F for m { sex : onehot  race : onehot }
+property p {
+  forall x, x' : F
+  require x.* == x'.* except {sex}
+  ensure label(m(x)) == label(m(x'))
+}
+""")
+    rep = api.check(str(tmp_path / "s.fair"))
+    (p,) = rep.to_dict()["properties"]
+    assert p["status"] == "violated", (p, rep.diagnostics)

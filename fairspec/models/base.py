@@ -584,8 +584,9 @@ def recorded_names(seq) -> tuple[str, ...] | None:
 
 def loose_name(name: str) -> str:
     """A model input's name as it is matched to a feature when no name is the same exactly
-    (fairspec.sema.names.match, a multi-input ONNX model's binding): without the spaces around it, in one case."""
-    return str(name).strip().casefold()
+    (fairspec.sema.names.match, a multi-input ONNX model's binding): without its spaces (those around it, and
+    a one-hot column's ``sex_ Male`` of a cell read with its space), in one case."""
+    return "".join(str(name).split()).casefold()
 
 
 def declared_order(enc, model) -> str:
