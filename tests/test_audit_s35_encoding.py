@@ -318,3 +318,29 @@ property p {
     rep = api.check(str(tmp_path / "s.fair"))
     (p,) = rep.to_dict()["properties"]
     assert p["status"] == "violated", (p, rep.diagnostics)
+
+
+def test_multi_input_onnx_refused_binding_refuses_every_property(tmp_path):
+    """A code table giving both categories one code cannot feed a graph its categories: refused on loading. The
+    model was cached before its binding, so the next property got it unbound -- fed the encoded columns by
+    position (the codes as numbers) -- and decided. Now a model whose binding or load-time check fails is not
+    cached: every property on it is the same error. Failed before the fix (the second property decided)."""
+    pytest.importorskip("onnxruntime")
+    from fairspec import api
+
+    _two_input_onnx(tmp_path / "m.onnx", ("g", "a"), [1.0, 0.0])
+    rng = np.random.default_rng(0)
+    a, g = rng.integers(0, 4, 200), rng.integers(0, 2, 200)
+    pd.DataFrame({"a": a, "g": g, "y": a % 2}).to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.fair").write_text("""data d = csv("t.csv", label = y == 1)
+features F from d {
+  a : int in [0, 3]
+  g : {0, 1} protected
+}
+model m = onnx("m.onnx", output = "logit")
+encode F for m { g : code {0 = 1, 1 = 1}  a : raw }
+property p { statistical_parity(m, groups g) <= 0.5 }
+property q { statistical_parity(m, groups g) <= 0.6 }
+""")
+    doc = api.check(str(tmp_path / "s.fair")).to_dict()
+    assert not [p for p in doc["properties"] if p.get("status") in ("holds", "violated")], doc["properties"]

@@ -173,11 +173,11 @@ class Context:
 
                     raise DiagnosticError(Sink().add(e.code, f"model '{name}': {e.message}", m.span,
                                                      hint=e.hint)) from None
-                bind = getattr(self._models[name], "bind_encoding", None)
-                if bind is not None:            # a scikit-learn pipeline evaluated whole on a data frame
-                    enc = self.spec.encoding_for(name)
-                    bind(enc, self.spec.feature_set(enc.features) if enc is not None else None)
                 try:
+                    bind = getattr(self._models[name], "bind_encoding", None)
+                    if bind is not None:        # a scikit-learn pipeline evaluated whole on a data frame
+                        enc = self.spec.encoding_for(name)
+                        bind(enc, self.spec.feature_set(enc.features) if enc is not None else None)
                     self._check_width(name, self._models[name])
                     self._check_names(m, self._models[name])
                 except Exception:
