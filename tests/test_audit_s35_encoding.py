@@ -321,10 +321,10 @@ property p {
 
 
 def test_multi_input_onnx_refused_binding_refuses_every_property(tmp_path):
-    """A code table giving both categories one code cannot feed a graph its categories: refused on loading. The
-    model was cached before its binding, so the next property got it unbound -- fed the encoded columns by
-    position (the codes as numbers) -- and decided. Now a model whose binding or load-time check fails is not
-    cached: every property on it is the same error. Failed before the fix (the second property decided)."""
+    """A code table giving both categories one code cannot feed a graph its categories: refused on loading, and no
+    property on the model is decided. (A regression guard: the model was cached before its binding, so a caller
+    that caught the error would have got it unbound, fed by position; a model whose binding or load-time check
+    fails is no longer cached. The run stops at the load error, so this passed before the change too.)"""
     pytest.importorskip("onnxruntime")
     from fairspec import api
 
