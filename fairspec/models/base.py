@@ -589,6 +589,13 @@ def recorded_names(seq) -> tuple[str, ...] | None:
     return tuple(seq)
 
 
+def loose_name(name: str) -> str:
+    """A model input's name as it is matched to a feature when no name is the same exactly
+    (fairspec.sema.names.match, a multi-input ONNX model's binding): without its spaces (those around it, and
+    a one-hot column's ``sex_ Male`` of a cell read with its space), in one case."""
+    return "".join(str(name).split()).casefold()
+
+
 def declared_order(enc, model) -> str:
     """FS427's sentence (lint's warning for a skops file, check's for a pickle): a scikit-learn model
     recording no input names takes the encode block's columns (``enc``, an ``ir.Encoding``) in its order."""

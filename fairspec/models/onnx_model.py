@@ -145,19 +145,38 @@ class OnnxModel(LoadedModel):
         category's code becomes the string or number the input takes."""
         if not self.multi or enc is None:
             return
+        import numpy as np
+
         by_name = {n: j for j, n in enumerate(self.input_names)}
+        from .base import loose_name as loose
+
+        folds: dict = {}
+        for j, n in enumerate(self.input_names):
+            folds.setdefault(loose(n), []).append(j)
+        by_case = {k: v[0] for k, v in folds.items() if len(v) == 1}   # as lint matched (sema.names): 'G' for g
         binding = []
         for c in enc.columns:
             f = fs.get(c.feature) if fs is not None else None
-            j = by_name.get(getattr(f, "column", None), by_name.get(c.feature))
+            col = getattr(f, "column", None)
+            j = by_name.get(col, by_name.get(c.feature))
+            if j is None:
+                j = by_case.get(loose(col)) if col else None
+                j = by_case.get(loose(c.feature)) if j is None else j
             if j is None or c.width != 1:
                 raise ModelLoadError(
                     f"ONNX model {self.path} takes the inputs {', '.join(self.input_names)}, and the encoding feeds "
                     f"'{c.feature}', which is none of them", self.path)
             cats = None
             if c.kind == "code":
+                # the input takes the category itself (its string, or its number): the encoded column holds
+                # its code, looked up in the table (the code is no position: {A = 2, B = 1}, {0 = -1, 1 = 1})
+                if len(set(c.codes)) != len(c.codes):
+                    raise ModelLoadError(
+                        f"ONNX model {self.path} takes each category of '{c.feature}' as itself, and the encode "
+                        f"block's code table gives two of them one code: write the table with one code per "
+                        f"category, or no table", self.path)
                 order = sorted(range(len(c.categories)), key=lambda i: c.codes[i])
-                cats = [c.categories[i] for i in order]
+                cats = ([c.categories[i] for i in order], np.array([c.codes[i] for i in order], dtype=np.float64))
             binding.append((j, c.offset, cats))
         self._binding = binding
         self.input_width = enc.width            # inputs the graph never reads may go unfed (a filler value)
@@ -178,7 +197,11 @@ class OnnxModel(LoadedModel):
             v = X[:, offset]
             dt = self._column_types[j]
             if cats is not None:
-                v = np.asarray(cats, dtype=object)[v.astype(np.int64)]
+                names, codes = cats if isinstance(cats, tuple) else (cats, np.arange(len(cats), dtype=np.float64))
+                k = np.clip(np.searchsorted(codes, v), 0, len(codes) - 1)
+                if not np.array_equal(codes[k], v):
+                    raise ValueError(f"a value of input {self.input_names[j]} is no code of its table")
+                v = np.asarray(names, dtype=object)[k]
                 if dt == "bool":
                     v = np.asarray([str(x).lower() == "true" for x in v])
                 elif dt != "object":

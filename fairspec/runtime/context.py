@@ -185,14 +185,19 @@ class Context:
 
                     raise DiagnosticError(Sink().add(e.code, f"model '{name}': {e.message}", m.span,
                                                      hint=e.hint)) from None
-                bind = getattr(self._models[name], "bind_encoding", None)
-                if bind is not None:            # a scikit-learn pipeline evaluated whole on a data frame
-                    enc = self.spec.encoding_for(name)
-                    bind(enc, self.spec.feature_set(enc.features) if enc is not None else None)
+                try:
+                    bind = getattr(self._models[name], "bind_encoding", None)
+                    if bind is not None:        # a scikit-learn pipeline evaluated whole on a data frame
+                        enc = self.spec.encoding_for(name)
+                        bind(enc, self.spec.feature_set(enc.features) if enc is not None else None)
+                    self._check_width(name, self._models[name])
+                    self._check_names(m, self._models[name])
+                except Exception:
+                    del self._models[name]      # a caller that caught this must not get the model the next time
+                    raise
                 self.loads.append({"what": "model", "name": name, "file": m.path,
                                    "seconds": time.perf_counter() - t0, **_rounds(self._models[name]),
                                    **self._input_order(m, self._models[name])})
-                self._check_width(name, self._models[name])
         return self._models[name]
 
     def loaded_models(self) -> list:
@@ -227,6 +232,39 @@ class Context:
                 # at the encode block, as lint's is; acknowledged there (# fairspec: ignore[FS427]) or by --ignore
                 self.warn_at("FS427", declared_order(enc, m), enc.span)
         return {"input_order": "names" if by_name else "declared"}
+
+    def _check_names(self, m: ir.Model, loaded) -> None:
+        """A scikit-learn pickle fitted on a data frame records its input names, which lint does not read
+        (it runs no pickle): the encode block is matched to them here (fairspec.sema.names.match), as lint
+        matches a skops file's. A block naming them in another order -- which lint would map by name --
+        or naming some and not others is error FS420 (the encoding is fixed by now: never evaluated on
+        swapped columns); a block naming none of them is FS421, as lint says for a skops file."""
+        names = getattr(loaded, "input_names", None)
+        if m.format != "sklearn" or str(m.path).lower().endswith(".skops") or not names \
+                or getattr(loaded, "pipeline", None) is not None or getattr(loaded, "folded", None) is not None:
+            return
+        enc = self.spec.encoding_for(m.name)
+        fs = self.spec.feature_set(enc.features) if enc is not None else None
+        if enc is None or fs is None or len(names) != enc.width:
+            return
+        from fairspec.diagnostics import DiagnosticError, Sink
+        from fairspec.models.input_names import match
+
+        sink = Sink()
+        got = match(enc, fs, m.name, tuple(names), sink, enc.span)
+        errors = [d for d in sink.items if d.severity == "error"]
+        if got is not None and got != enc:
+            moved = {c.feature: c.offset for c in got.columns}
+            first = next(c for c in enc.columns if moved[c.feature] != c.offset)
+            order = ", ".join(c.feature for c in got.columns)
+            errors = [Sink().add("FS420", f"model '{m.name}' ({m.path}, a pickle) records its inputs in another "
+                                          f"order than the encode block lists them: {', '.join(names)}", first.span,
+                                 hint=f"list the features in the model's order ({order}); check reads a pickle's "
+                                      f"names only after lint, too late to map the columns by them")]
+        if errors:
+            raise DiagnosticError(errors[0])
+        for d in sink.items:
+            self.warn_at(d.code, d.message, d.span, d.hint)
 
     def _check_width(self, name: str, loaded) -> None:
         """FS402 at check time, for a model whose width lint could not read from the file

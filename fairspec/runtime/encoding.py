@@ -19,6 +19,8 @@ def fit(enc: ir.Encoding, values: dict[str, np.ndarray]) -> ir.Encoding:
                 c = dataclasses.replace(c, lo=float(v.min()), hi=float(v.max()))
             elif c.kind == "standard":
                 c = dataclasses.replace(c, mean=float(v.mean()), std=float(v.std()))
+                if v.size and v.min() == v.max():    # a constant column: numpy's mean of n copies of 1/3 is
+                    c = dataclasses.replace(c, mean=float(v[0]), std=0.0)   # an ulp off, its std 5.6e-17, not 0
         cols.append(c)
     return dataclasses.replace(enc, columns=tuple(cols))
 
@@ -30,27 +32,38 @@ def fit_batches(enc: ir.Encoding, batches=None, stats: dict | None = None) -> ir
     cols = []
     for c in enc.columns:
         if c.fitted and c.feature in stats:
-            lo, hi, s1, s2, n = stats[c.feature]
+            lo, hi, mean, m2, n = stats[c.feature]
             if c.kind == "minmax":
                 c = dataclasses.replace(c, lo=lo, hi=hi)
+            elif c.kind == "standard" and lo == hi:   # a constant column (see fit)
+                c = dataclasses.replace(c, mean=float(lo), std=0.0)
             elif c.kind == "standard":
-                mean = s1 / n
-                c = dataclasses.replace(c, mean=mean, std=float(np.sqrt(max(0.0, s2 / n - mean * mean))))
+                c = dataclasses.replace(c, mean=float(mean), std=float(np.sqrt(max(0.0, m2 / n))))
         cols.append(c)
     return dataclasses.replace(enc, columns=tuple(cols))
 
 
 def batch_stats(feats, batches) -> dict:
-    """{feature: (min, max, sum, sum of squares, count)} over batches of feature values: one pass."""
+    """{feature: (min, max, mean, sum of squared deviations from the mean, count)} over batches of feature
+    values, in one pass: each batch's mean and squared deviations computed two-pass, as ``fit``'s numpy
+    mean and std are, and the batches combined by Chan et al.'s pairwise update. (The sum of squares less
+    n mean^2 loses every digit of a feature whose spread is small beside its mean: values 10^8 .. 10^8 + 3
+    gave std 0, a proof about another model than the one ``fit`` reads from the same rows in memory.)"""
     out: dict = {}
     for values in batches:
         for f in feats:
             v = np.asarray(values[f], dtype=np.float64)
             if not v.size:
                 continue
-            lo, hi, s1, s2, n = out.get(f, (np.inf, -np.inf, 0.0, 0.0, 0))
-            out[f] = (min(lo, float(v.min())), max(hi, float(v.max())), s1 + float(v.sum()),
-                      s2 + float(np.square(v).sum()), n + v.size)
+            mb = float(v.mean())
+            m2b = float(np.square(v - mb).sum())
+            lo, hi, mean, m2, n = out.get(f, (np.inf, -np.inf, 0.0, 0.0, 0))
+            nb = v.size
+            tot = n + nb
+            delta = mb - mean
+            mean = mb if n == 0 else mean + delta * (nb / tot)
+            m2 = m2b if n == 0 else m2 + m2b + delta * delta * (n * nb / tot)
+            out[f] = (min(lo, float(v.min())), max(hi, float(v.max())), mean, m2, tot)
     return out
 
 
