@@ -503,6 +503,9 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
     share = 0.0 if individual else float(opts.get("exclude_below", 0.0))
     excluded = (sizes < share * n) & (sizes > 0) if share > 0 else np.zeros(G, dtype=bool)
     eligible = sizes > 0 if individual else (sizes >= opts.min_group_size) & ~excluded
+    large = int(eligible.sum())
+    if mdef.form == "between_inequality":   # every row's benefit is its group's mean, over ALL the rows: a small
+        eligible = (sizes > 0) & ~excluded  # group is in the index (not monotone in the groups), keeps holds unknown
     small = [] if individual else [(names[g], int(sizes[g])) for g in range(G)
                                    if 0 < sizes[g] < opts.min_group_size and not excluded[g]]
     empty = [names[g] for g in range(G) if sizes[g] == 0]
@@ -542,7 +545,7 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
     if individual and n == 0:
         return unknown(prop, f"{prop.metric} has no data rows to measure", backend="data",
                        seconds=time.perf_counter() - t0, details=details)
-    if eligible.sum() < 2 and not individual:
+    if large < 2 and not individual:
         return unknown(prop, f"fewer than two groups of {prop.groups.label} have at least {opts.min_group_size} rows "
                              f"(min_group_size)", backend="data", seconds=time.perf_counter() - t0, details=details)
     enames = [names[g] for g in range(G) if eligible[g]]
