@@ -57,3 +57,58 @@ def test_between_group_index_with_every_group_large_enough_holds_and_violates_on
                                "property hi { between_group_generalized_entropy_index(m, groups race) <= 0.3 }\n")
     assert v["lo"].value == pytest.approx(truth, abs=1e-9) and v["hi"].value == pytest.approx(truth, abs=1e-9)
     assert v["lo"].status == "holds" and v["hi"].status == "violated", (v["lo"].reason, v["hi"].reason)
+
+
+# race A: 60 rows, half decided 1; B: 60 rows, none decided 1; C: 5 rows (under min_group_size), all decided 1
+SMALL = ["race,dec,y"] + ["A,1,0", "A,0,1"] * 30 + ["B,0,1"] * 60 + ["C,1,1"] * 5
+
+
+# the mirror: A and B both select half their rows, C (5 rows) none
+SMALL_LOW = ["race,dec,y"] + ["A,1,0", "A,0,1"] * 30 + ["B,1,1", "B,0,0"] * 30 + ["C,0,1"] * 5
+
+
+@pytest.mark.parametrize("rows, claim", [(SMALL, "statistical_parity(m, groups race) >= 0.8"),
+                                         (SMALL, "statistical_parity(m, groups race) > 0.6   compare = to_overall"),
+                                         (SMALL, "most_favoured(m, groups race) >= 0.8"),
+                                         (SMALL_LOW, "disparate_impact(m, groups race) <= 0.5"),
+                                         (SMALL_LOW, "least_favoured(m, groups race) <= 0.2")])
+def test_a_violated_the_small_groups_could_undo_is_unknown(tmp_path, rows, claim):
+    # the value is over the groups of min_group_size rows (A, B); the 5 rows of C are left out. A difference
+    # or the highest rate only grows with another group (a ratio or the lowest rate only falls), so `<=`
+    # violated of a difference stands; but a `>=` of it violated over A and B alone can be undone by C: on
+    # every row statistical_parity is 1 >= 0.8 (and disparate_impact 0 <= 0.5). Failed before the fix (violated)
+    v = _check(tmp_path, rows, f"property p {{ {claim} }}\n")["p"]
+    assert v.status == "unknown", (claim, v.status, v.value, v.reason)
+    assert "race=C (5 rows)" in v.reason, v.reason
+
+
+def test_a_violated_the_small_groups_cannot_undo_stands(tmp_path):
+    v = _check(tmp_path, SMALL, "property sp { statistical_parity(m, groups race) <= 0.1 }\n"
+                                "property di { disparate_impact(m, groups race) >= 0.5 }\n")
+    assert v["sp"].status == "violated" and v["di"].status == "violated", (v["sp"].reason, v["di"].reason)
+
+
+def test_a_regression_metric_violated_the_small_groups_could_undo_is_unknown(tmp_path):
+    # value(m(x)) = a: A and B predict 1 (mean prediction gap 0 over the large groups), C's 5 rows predict 3:
+    # on every row the gap is 2 >= 1. Failed before the fix (violated at 0)
+    import pickle
+
+    from sklearn.linear_model import LinearRegression
+
+    from fairspec.pipeline import check
+
+    m = LinearRegression().fit(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), np.array([0.0, 1.0, 0.0]))
+    m.coef_, m.intercept_ = np.array([1.0, 0.0]), 0.0
+    (tmp_path / "m.pkl").write_bytes(pickle.dumps(m))
+    (tmp_path / "d.csv").write_text("\n".join(["race,a,t"] + ["A,1,1", "B,1,1"] * 40 + ["C,3,3"] * 5) + "\n")
+    spec = tmp_path / "s.fair"
+    spec.write_text('data d = csv("d.csv", target = t)\nfeatures F from d {\n  a : int in [0, 3]\n'
+                    '  race : {A, B, C} protected\n}\nmodel m = sklearn("m.pkl", trust pickle)\n'
+                    'encode F for m {\n  a : raw\n  race : code\n}\n'
+                    'property ge { mean_prediction_difference(m, groups race) >= 1 }\n'
+                    'property le { mean_prediction_difference(m, groups race) <= 1 }\n')
+    rep = check(spec)
+    assert not rep.has_errors and not rep.internal_errors, ([d.message for d in rep.diagnostics], rep.internal_errors)
+    v = {x.name: x for x in rep.verdicts}
+    assert v["ge"].status == "unknown" and "race=C (5 rows)" in v["ge"].reason, (v["ge"].status, v["ge"].reason)
+    assert v["le"].status == "unknown" and "too small to judge" in v["le"].reason, (v["le"].status, v["le"].reason)

@@ -26,7 +26,7 @@ from fairspec.backends.data.budget import NONE as NO_LIMIT, WEIGHT_TOTAL, Budget
 from fairspec.backends.data.constant import constant_reason, lost_reason, lost_replicates, undefined_reason
 from fairspec.backends.data.group_table import exact_cells, group_table, metric_columns, rate_intervals, \
     report_number as _r
-from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows
+from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows, small_undo_reason
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 from fairspec.verdict import Verdict, interval_status, unknown
 
@@ -592,6 +592,8 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
         if batched:
             return Verdict(prop.name, prop.kind, "unknown", reason=batched, **common)
     why_unknown = (why_unknown or undefined_reason(prop, cells, eligible, names, status)
+                   or (None if mdef.form == "between_inequality" else small_undo_reason(
+                       prop, claim, small, opts.min_group_size, status, mdef.form not in ("ratio", "min_rate")))
                    or lost_reason(prop, status, boot, boot_all[lost] if lost.size else [], lost_in, alpha, value))
     if why_unknown:
         return Verdict(prop.name, prop.kind, "unknown", reason=why_unknown, **common)
