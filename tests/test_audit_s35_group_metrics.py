@@ -112,3 +112,23 @@ def test_a_regression_metric_violated_the_small_groups_could_undo_is_unknown(tmp
     v = {x.name: x for x in rep.verdicts}
     assert v["ge"].status == "unknown" and "race=C (5 rows)" in v["ge"].reason, (v["ge"].status, v["ge"].reason)
     assert v["le"].status == "unknown" and "too small to judge" in v["le"].reason, (v["le"].status, v["le"].reason)
+
+
+def test_calibration_gap_to_overall_compares_with_every_row(tmp_path):
+    # one bin (bins = 1... 2: every score 0.6 is in the upper one). A: 30 rows labelled 0 (ECE 0.6), B: 30
+    # labelled 1 (ECE 0.4), C: 25 rows labelled 0 (ECE 0.6, under min_group_size). All rows: |51 - 30| / 85
+    # = 0.247, so the largest |ECE - overall| is 0.353 <= 0.4 on the data. The overall was the large groups'
+    # ECE alone (|36 - 30| / 60 = 0.1: 0.5, violated). Failed before the fix (violated 0.5)
+    rows = ["race,s,y"] + ["A,0.6,0"] * 30 + ["B,0.6,1"] * 30 + ["C,0.6,0"] * 25
+    (tmp_path / "d.csv").write_text("\n".join(rows) + "\n")
+    from fairspec.pipeline import check
+
+    spec = tmp_path / "s.fair"
+    spec.write_text('data d = csv("d.csv", label = y == 1)\nfeatures F from d {\n  race : {A, B, C} protected\n}\n'
+                    'model m = predictions(d, score = "s", threshold = 0.5)\n'
+                    'property p { calibration_gap(m, groups race, bins = 2) <= 0.4   compare = to_overall }\n')
+    rep = check(spec)
+    assert not rep.has_errors and not rep.internal_errors, ([d.message for d in rep.diagnostics], rep.internal_errors)
+    (v,) = rep.verdicts
+    assert v.value == pytest.approx(0.6 - 21 / 85, abs=1e-9), (v.status, v.value, v.reason)
+    assert v.status == "unknown", (v.status, v.reason)

@@ -453,7 +453,8 @@ def evaluate_counts(prop: ir.GroupMetric, cells, eligible, bins=None, score_sums
     mode = prop.options.get("compare", BETWEEN)
     kw = dict(alpha=float(prop.param("alpha", 2.0)), overall_cells=cells.sum(axis=-3))
     if bins is not None:
-        kw.update(bins=bins[..., eligible, :, :], score_sums=score_sums[..., eligible, :])
+        kw.update(bins=bins[..., eligible, :, :], score_sums=score_sums[..., eligible, :], overall_bins=bins,
+                  overall_sums=score_sums)
     return metric_value(prop.metric, cells[..., eligible, :, :], mode, **kw)
 
 
