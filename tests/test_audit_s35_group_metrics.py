@@ -132,3 +132,26 @@ def test_calibration_gap_to_overall_compares_with_every_row(tmp_path):
     (v,) = rep.verdicts
     assert v.value == pytest.approx(0.6 - 21 / 85, abs=1e-9), (v.status, v.value, v.reason)
     assert v.status == "unknown", (v.status, v.reason)
+
+
+def test_class_distribution_distance_to_overall_with_every_group_small_is_unknown_not_an_internal_error(tmp_path):
+    # every group under min_group_size: the to_overall total variation took the largest of no group
+    # (numpy: "zero-size array to reduction operation fmax") -- an internal error before the fix
+    import pickle
+
+    from sklearn.tree import DecisionTreeClassifier
+
+    from fairspec.pipeline import check
+
+    m = DecisionTreeClassifier().fit(np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 1.0]]), np.array([0, 1, 2]))
+    (tmp_path / "m.pkl").write_bytes(pickle.dumps(m))
+    (tmp_path / "d.csv").write_text("\n".join(["race,a,k"] + ["A,0,0", "B,1,1", "A,2,2"] * 5) + "\n")
+    spec = tmp_path / "s.fair"
+    spec.write_text('data d = csv("d.csv", target = k)\nfeatures F from d {\n  a : int in [0, 2]\n'
+                    '  race : {A, B} protected\n}\nmodel m = sklearn("m.pkl", trust pickle)\n'
+                    'encode F for m {\n  a : raw\n  race : code\n}\n'
+                    'property p { class_distribution_distance(m, groups race) <= 0.5   compare = to_overall }\n')
+    rep = check(spec)
+    assert not rep.internal_errors, rep.internal_errors
+    (v,) = rep.verdicts
+    assert v.status == "unknown" and "min_group_size" in v.reason, v.reason
