@@ -268,11 +268,12 @@ def ece(bins, score_sums):
 
 
 def metric_value(metric: str, cells, mode: str = BETWEEN, *, alpha: float = 2.0, bins=None, score_sums=None,
-                 overall_cells=None):
+                 overall_cells=None, overall_bins=None, overall_sums=None):
     """The metric [...] and the per-group quantity it compares [..., G] (for the table and the worst pair).
 
     ``overall_cells`` [..., 2, 2]: the whole population (all groups, also those too small to count);
-    by default the sum of ``cells`` over groups."""
+    by default the sum of ``cells`` over groups. ``overall_bins`` / ``overall_sums``: the same for
+    calibration, the bins and score sums of every group [..., G_all, B, ...] (by default ``bins``')."""
     import numpy as np
 
     m = METRICS[metric]
@@ -280,6 +281,8 @@ def metric_value(metric: str, cells, mode: str = BETWEEN, *, alpha: float = 2.0,
         overall_cells = cells.sum(axis=-3)
     if m.form == "calibration":
         per, tot = ece(bins, score_sums)
+        if overall_bins is not None:           # to_overall: the ECE of every row, small groups' too
+            tot = ece(overall_bins, overall_sums)[1]
         return compare(per, tot, "difference", mode), per
     if m.form in ("inequality", "between_inequality"):
         a = alpha_of(metric, alpha)

@@ -131,6 +131,8 @@ def total_variation(shares, overall, mode: str = BETWEEN) -> float:
     if mode == BETWEEN:
         diff = np.abs(shares[:, None, :] - shares[None, :, :]).sum(axis=-1) / 2.0
         return float(np.nanmax(diff)) if diff.size else float("nan")
+    if shares.shape[0] == 0:               # no eligible group: nothing to compare (as between groups)
+        return float("nan")
     return float(np.nanmax(np.abs(shares - overall[None, :]).sum(axis=-1) / 2.0))
 
 

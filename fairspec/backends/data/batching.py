@@ -212,7 +212,7 @@ def calibration_moves(c, edges: BinEdges, eligible, seed: int, multiplicities) -
     over the group's weight, moves by at most twice the weight x |s - y| of its rows near an edge over
     its weight (a row moved to another bin changes two bins' |...| by at most that each; ``BinEdges``
     adds the spread to |s - y|) plus the spread (every score moved by at most it); a difference of two of them, or of one and the overall
-    ECE (the eligible groups'), by twice the largest."""
+    ECE (every group's rows, as compare = to_overall reads it), by twice the largest."""
     G = c.bins.shape[0]
     el = np.flatnonzero(eligible)
     g = np.concatenate([p[0] for p in edges.parts]) if edges.parts else np.zeros(0, dtype=np.int64)
@@ -222,7 +222,7 @@ def calibration_moves(c, edges: BinEdges, eligible, seed: int, multiplicities) -
     def most(near_w, tot_w):                                   # [..., G] each
         with np.errstate(divide="ignore", invalid="ignore"):
             per = np.where(tot_w[..., el] > 0, 2.0 * near_w[..., el] / tot_w[..., el], 0.0)
-            tot = 2.0 * near_w[..., el].sum(axis=-1) / tot_w[..., el].sum(axis=-1)
+            tot = 2.0 * near_w.sum(axis=-1) / tot_w.sum(axis=-1)     # the overall ECE: every group's rows
         return 2.0 * (np.maximum(per.max(axis=-1, initial=0.0), np.nan_to_num(tot)) + edges.width)
 
     data = float(most(np.bincount(g, weights=w, minlength=G).astype(np.float64), c.bins.sum(axis=(-1, -2))))

@@ -146,3 +146,18 @@ def missing_rows(ctx, data: str) -> dict:
     table = getattr(ctx, "table", None)
     n = int(getattr(table(data), "n_missing", 0) or 0) if table is not None and data else 0
     return {"rows_missing": n} if n else {}
+
+
+def small_undo_reason(prop, claim: str, small: list, min_group_size: int, status: str, grows: bool) -> str | None:
+    """Why a ``violated`` over the groups of at least ``min_group_size`` rows is not said, or None.
+
+    The value leaves the groups too small to judge out. A difference, the highest rate or value (``grows``)
+    only grows with another group, a ratio or the lowest rate only falls, so `<=` / `<` violated of the
+    first (`>=` / `>` of the second) stands whatever the small groups hold; the other way they could
+    undo it (statistical_parity >= 0.8 violated at 0.5 over two large groups, 1 with a small group that
+    selects every row)."""
+    if status != "violated" or not small or grows == (prop.op in ("<", "<=")):
+        return None
+    listed = ", ".join(f"{g} ({k} rows)" for g, k in small[:5])
+    return (f"{claim} fails on the groups with at least {min_group_size} rows, but the groups too small to "
+            f"judge could undo it (another group only {'widens' if grows else 'lowers'} the value): {listed}")

@@ -26,7 +26,7 @@ from fairspec.backends.data.budget import NONE as NO_LIMIT, WEIGHT_TOTAL, Budget
 from fairspec.backends.data.constant import constant_reason, lost_reason, lost_replicates, undefined_reason
 from fairspec.backends.data.group_table import exact_cells, group_table, metric_columns, rate_intervals, \
     report_number as _r
-from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows
+from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows, small_undo_reason
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 from fairspec.verdict import Verdict, interval_status, unknown
 
@@ -453,7 +453,8 @@ def evaluate_counts(prop: ir.GroupMetric, cells, eligible, bins=None, score_sums
     mode = prop.options.get("compare", BETWEEN)
     kw = dict(alpha=float(prop.param("alpha", 2.0)), overall_cells=cells.sum(axis=-3))
     if bins is not None:
-        kw.update(bins=bins[..., eligible, :, :], score_sums=score_sums[..., eligible, :])
+        kw.update(bins=bins[..., eligible, :, :], score_sums=score_sums[..., eligible, :], overall_bins=bins,
+                  overall_sums=score_sums)
     return metric_value(prop.metric, cells[..., eligible, :, :], mode, **kw)
 
 
@@ -503,6 +504,9 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
     share = 0.0 if individual else float(opts.get("exclude_below", 0.0))
     excluded = (sizes < share * n) & (sizes > 0) if share > 0 else np.zeros(G, dtype=bool)
     eligible = sizes > 0 if individual else (sizes >= opts.min_group_size) & ~excluded
+    large = int(eligible.sum())
+    if mdef.form == "between_inequality":   # every row's benefit is its group's mean, over ALL the rows: a small
+        eligible = (sizes > 0) & ~excluded  # group is in the index (not monotone in the groups), keeps holds unknown
     small = [] if individual else [(names[g], int(sizes[g])) for g in range(G)
                                    if 0 < sizes[g] < opts.min_group_size and not excluded[g]]
     empty = [names[g] for g in range(G) if sizes[g] == 0]
@@ -542,7 +546,7 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
     if individual and n == 0:
         return unknown(prop, f"{prop.metric} has no data rows to measure", backend="data",
                        seconds=time.perf_counter() - t0, details=details)
-    if eligible.sum() < 2 and not individual:
+    if large < 2 and not individual:
         return unknown(prop, f"fewer than two groups of {prop.groups.label} have at least {opts.min_group_size} rows "
                              f"(min_group_size)", backend="data", seconds=time.perf_counter() - t0, details=details)
     enames = [names[g] for g in range(G) if eligible[g]]
@@ -589,6 +593,8 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
         if batched:
             return Verdict(prop.name, prop.kind, "unknown", reason=batched, **common)
     why_unknown = (why_unknown or undefined_reason(prop, cells, eligible, names, status)
+                   or (None if mdef.form == "between_inequality" else small_undo_reason(
+                       prop, claim, small, opts.min_group_size, status, mdef.form not in ("ratio", "min_rate")))
                    or lost_reason(prop, status, boot, boot_all[lost] if lost.size else [], lost_in, alpha, value))
     if why_unknown:
         return Verdict(prop.name, prop.kind, "unknown", reason=why_unknown, **common)

@@ -22,7 +22,7 @@ from fairspec.analyses.group_rates import BETWEEN, METRICS
 from fairspec.backends.data import batching
 from fairspec.backends.data.budget import WEIGHT_TOTAL
 from fairspec.backends.data.constant import lost_reason, lost_replicates, undefined_output_reason
-from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows
+from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows, small_undo_reason
 from fairspec.verdict import Unsupported, Verdict, interval_status, unknown
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
@@ -404,7 +404,8 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
     claim = f"{prop.metric} {prop.op} {_spec_number(prop.threshold)}"      # as written: 0.1234567, not 0.123457
     status = interval_status(prop.op, prop.threshold, lo, hi)
     why = undefined_output_reason(prop, per, eligible, names, status) or \
-        lost_reason(prop, status, boot, rest, lost_in, alpha, value)
+        lost_reason(prop, status, boot, rest, lost_in, alpha, value) or \
+        small_undo_reason(prop, claim, small, opts.min_group_size, status, mdef.form != "output_ratio")
     if why:
         return Verdict(prop.name, prop.kind, "unknown", reason=why, **common)
     if status == "holds":
