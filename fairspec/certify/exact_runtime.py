@@ -216,3 +216,54 @@ def exact_rows(W: np.ndarray, b: np.ndarray, grid: np.ndarray, mag: np.ndarray, 
     fits = fin & (q >= emin) & (e <= emax) & (np.asarray(mag, dtype=np.float64) < np.ldexp(1.0, e))
     ok |= fits
     return ok, np.where(ok, q, -np.inf)
+
+
+# --------------------------------------------------------------------------------------------
+# Points a proof leaves out because the runtime scored them fair (exact-smt's excluded pairs)
+# --------------------------------------------------------------------------------------------
+
+def encoded_inputs(encoding, V) -> np.ndarray:
+    """The model inputs of problem points ``V`` (k, n) as the runtime is fed them: each input's
+    encoding (:class:`fairspec.certify.network.InputEncoding`; None: the variables are the inputs)
+    computed in float64, elementwise (one float per float whatever the batch)."""
+    X = np.array(V, dtype=np.float64, ndmin=2)
+    for i, e in enumerate(encoding or ()):
+        if e.kind in ("scaled", "codes"):
+            X[:, i] = X[:, i] * e.a + e.b
+        elif e.kind == "minmax":
+            X[:, i] = (X[:, i] - e.a) / ((e.b - e.a) or 1.0)
+        elif e.kind == "standard":
+            X[:, i] = (X[:, i] - e.a) / (e.b or 1.0)
+    return X
+
+
+def scored_in_every_order(net, encoding, precision: str, readout, V, scores, fixed_head: bool = False) -> bool:
+    """Does the runtime give problem points ``V`` the scores ``scores`` (one per point, as one batch
+    gave them) in EVERY batch size and order? Only where :func:`exact_points` shows each point's
+    layers exact in every order (then the runtime's logits are the exact ones whatever the batch) and
+    the score read off them is one float per float: a logit (equal to the exact one), a margin of
+    two logits (their float64 difference), a class ``("argmax", c)`` (decided by the exact logits),
+    or a probability of an elementwise head (``fixed_head``: the runtime's own logistic of the
+    logit, :func:`fairspec.certify.network.equal_logits_readout`'s condition). A softmax of several
+    columns, or a probability of another head, is never shown so (its value may depend on the
+    point's place in the batch: README, "Whatever the batch")."""
+    if precision not in _P or readout is None:
+        return False
+    kind = readout[0]
+    if kind == "softmax" or (kind == "prob" and not fixed_head) or kind not in ("logit", "margin", "argmax", "prob"):
+        return False
+    dt = {"float16": np.float16, "float32": np.float32}.get(precision, np.float64)
+    X = encoded_inputs(encoding, V).astype(dt).astype(np.float64)
+    if not np.all(np.isfinite(X)):
+        return False
+    ok, out = exact_points(net, X, precision)
+    if not bool(np.all(ok)):
+        return False
+    s = np.asarray(scores, dtype=np.float64).reshape(-1)
+    if s.size != X.shape[0]:
+        return False
+    if kind == "logit":
+        return bool(np.all(out[:, readout[1]] == s))
+    if kind == "margin":
+        return bool(np.all(out[:, readout[1]] - out[:, readout[2]] == s))
+    return True              # argmax / an elementwise head of exact logits: one value in every batch

@@ -255,7 +255,8 @@ def _fair_on_runtime(post: str, s, eps, eps_strict: bool, decision_threshold, si
 def prove_unsat(q: PairQuery, text: str, answer: str, *, solver: str, claim: str | None = None,
                 cuts: Sequence[float] = (), prob_pieces: int = 16, excluded: Sequence = (), post: str | None = None,
                 eps=None, eps_strict: bool = False, decision_threshold=0, sigmoid_of_logits: bool = False,
-                readout=None, precision: str | None = None, base_net=None, **detail) -> Proof | None:
+                readout=None, precision: str | None = None, base_net=None, runtime_net=None, encoding=None,
+                fixed_head: bool = False, **detail) -> Proof | None:
     """An ``exact-smt`` Proof when ``text`` is exactly certify's query for ``q`` (:func:`smtlib` with
     the same cut points and excluded pairs) and the exact solver ``solver`` answered ``unsat`` on
     it; None otherwise.
@@ -265,7 +266,11 @@ def prove_unsat(q: PairQuery, text: str, answer: str, *, solver: str, claim: str
     a single point: ``(x, None, scores)`` (x is not positive on the runtime: no ordered pair
     starting at x flips) / ``(None, x', scores)`` (x' is positive); certify checks that each is
     fair on the runtime (``post``, ``eps`` as the spec writes it, ``eps_strict``,
-    ``decision_threshold`` of a label) before it accepts the text. The proof is then about the
+    ``decision_threshold`` of a label) before it accepts the text, and that the runtime gives each
+    point those scores in EVERY batch size and order (:func:`fairspec.certify.exact_runtime.
+    scored_in_every_order` on ``runtime_net``, ``encoding``, ``precision``, ``readout``,
+    ``fixed_head``): a pair one batch scores fair may be scored unfair by another (torch picks other
+    kernels for other batch sizes), so without that evidence no pair is left out. The proof is then about the
     runtime: every other pair is covered by the SMT answer (with the caller's threshold moved
     outward by the runtime error, ``detail["runtime_error"]``).
 
@@ -287,9 +292,15 @@ def prove_unsat(q: PairQuery, text: str, answer: str, *, solver: str, claim: str
             return None
         detail["base_net"] = base_sha
     from fairspec.certify.enumerate import compare_exact
+    from fairspec.certify.exact_runtime import scored_in_every_order
 
     pairs = []
     for fx, fxp, scores in excluded:
+        pts = [(v, sc) for v, sc in ((fx, scores[0]), (fxp, scores[1])) if v is not None]
+        if runtime_net is None or not pts or not scored_in_every_order(
+                runtime_net, encoding, precision, readout, [[float(a) for a in v] for v, _ in pts],
+                [sc for _, sc in pts], fixed_head):
+            return None                             # the runtime may score it otherwise in another batch
         fx = None if fx is None else [Fraction(v) for v in fx]
         fxp = None if fxp is None else [Fraction(v) for v in fxp]
         if fx is None and fxp is None:

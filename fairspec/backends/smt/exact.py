@@ -480,13 +480,28 @@ def _decide(S: _Session, mode: str) -> PairResult:
             # on the runtime, or x' positive
             from fairspec.certify.enumerate import compare_exact
 
-            if compare_exact(s[:1], "<=", S.judge.t)[0]:
-                excluded.append((x, xp, s, (fx, None)))
-            else:
-                excluded.append((x, xp, s, (None, fxp)))
+            entry = (fx, None) if compare_exact(s[:1], "<=", S.judge.t)[0] else (None, fxp)
         else:
-            excluded.append((x, xp, s, (fx, fxp)))
+            entry = (fx, fxp)
+        if not _every_batch(S, entry, s):
+            return S.result("unknown", mode, reason="not decided: a pair within the runtime's rounding error "
+                                                    f"({S.E:.3g}) of the threshold is fair in the batch it was "
+                                                    "replayed in, and the runtime is not shown to score it so in "
+                                                    "every batch; whether the property holds depends on how the "
+                                                    "model is batched; no pair replays as a violation")
+        excluded.append((x, xp, s, entry))
         S.z3.stats["excluded"] = len(excluded)
+
+
+def _every_batch(S: _Session, entry, s) -> bool:
+    """Does the runtime score the point(s) of an exclusion ``entry`` ((fx, fx'), one None for a label's
+    point) as the replay did (``s``) in every batch size and order (certify's own test, which
+    :func:`fairspec.certify.smt.prove_unsat` repeats)?"""
+    from fairspec.certify.exact_runtime import scored_in_every_order
+
+    pts = [([float(a) for a in v], sc) for v, sc in zip(entry, s) if v is not None]
+    return bool(pts) and scored_in_every_order(S.rt.net, S.rt.encoding, S.rt.precision, S.rt.readout,
+                                               [v for v, _ in pts], [sc for _, sc in pts], S.rt.fixed_head)
 
 
 def _certify(q, text, excluded, S: _Session, cuts):
@@ -497,7 +512,8 @@ def _certify(q, text, excluded, S: _Session, cuts):
                                  post=S.p.post, eps=S.judge.eps, eps_strict=S.eps_strict,
                                  decision_threshold=S.judge.t, runtime_error=S.claim[3], runtime_name=S.rt.name,
                                  sigmoid_of_logits=S.rt.score_kind == "logit", readout=S.rt.readout,
-                                 precision=S.rt.precision, base_net=S.rt.base_net,
+                                 precision=S.rt.precision, base_net=S.rt.base_net, runtime_net=S.rt.net,
+                                 encoding=S.rt.encoding, fixed_head=S.rt.fixed_head,
                                  **({} if S.via is None else {"via": "equal logits", "logit_readout": list(S.via)}))
 
 
