@@ -169,23 +169,30 @@ def test_certify_refuses_a_tampered_query():
     assert prove_unsat(q, text, "sat", solver="z3") is None
     assert prove_unsat(q, text.replace("(assert", "(assert true) (assert", 1), "unsat", solver="z3") is None
     assert prove_unsat(q, smtlib(PairQuery.from_problem(p, Fraction(2), False)), "unsat", solver="z3") is None
-    # an excluded pair that violates on the runtime (scores 3 and 1: difference 2 > eps 1) is refused
+    # an excluded pair that violates on the runtime (scores 3 and 1: difference 2 > eps 1) is refused; one fair
+    # is accepted only with the runtime's network showing its scores exact in every batch (dyadic: the pair's
+    # logits are exactly 0 and 0)
+    rt = dict(runtime_net=net, readout=("logit", 0), precision="float32")
     pair = ([0, 0, 0], [1, 0, 0])
     t2 = smtlib(q, excluded=[pair])
-    assert prove_unsat(q, t2, "unsat", solver="z3", excluded=[(*pair, (3.0, 1.0))], post="logit", eps=1) is None
-    assert prove_unsat(q, t2, "unsat", solver="z3", excluded=[(*pair, (2.0, 1.0))], post="logit", eps=1) is not None
-    assert prove_unsat(q, t2, "unsat", solver="z3", excluded=[(*pair, (2.0, 1.0))], post="logit", eps=1,
-                       eps_strict=True) is None
+    assert prove_unsat(q, t2, "unsat", solver="z3", excluded=[(*pair, (3.0, 1.0))], post="logit", eps=1, **rt) is None
+    assert prove_unsat(q, t2, "unsat", solver="z3", excluded=[(*pair, (0.0, 0.0))], post="logit", eps=1, **rt) \
+        is not None
+    assert prove_unsat(q, t2, "unsat", solver="z3", excluded=[(*pair, (0.0, 0.0))], post="logit", eps=1) is None
+    assert prove_unsat(q, t2, "unsat", solver="z3", excluded=[(*pair, (2.0, 1.0))], post="logit", eps=1, **rt) \
+        is None                                                 # fair scores, but not the runtime's
+    assert prove_unsat(q, t2, "unsat", solver="z3", excluded=[(*pair, (0.0, 0.0))], post="logit", eps=0,
+                       eps_strict=True, **rt) is None
     # label: a point excluded as x must not be positive on the runtime, one excluded as x' must be
     ql = PairQuery.from_problem(p.with_post("label"), Fraction(0), True)
     t3 = smtlib(ql, excluded=[([0, 0, 0], None)])
     assert prove_unsat(ql, t3, "unsat", solver="z3", excluded=[([0, 0, 0], None, (0.0, float("nan")))],
-                       post="label") is not None
+                       post="label", **rt) is not None
     assert prove_unsat(ql, t3, "unsat", solver="z3", excluded=[([0, 0, 0], None, (1e-30, float("nan")))],
-                       post="label") is None
+                       post="label", **rt) is None
     t4 = smtlib(ql, excluded=[(None, [0, 0, 0])])
     assert prove_unsat(ql, t4, "unsat", solver="z3", excluded=[(None, [0, 0, 0], (float("nan"), 0.0))],
-                       post="label") is None
+                       post="label", **rt) is None
 
 
 def test_exact_constants_in_the_query():
