@@ -477,6 +477,21 @@ def _score_pairs(q, B, evaluate, x, xps, logits=None):
     return viol, float(d[k]), best, d_up, undecided
 
 
+def _in_every_batch(q, x, xps) -> bool:
+    """Does the runtime give the rows of the point leaf at ``x`` (every combination, x' over ``xps``) the same
+    probabilities in every batch size and order? Where :func:`fairspec.certify.exact_runtime.logits_in_every_order`
+    shows every row's layers exact in every order and the probability is read off those logits alone (no softmax
+    head of the runtime's own, ``q.head == "none"``: fairspec's softmax of the row, or the real softmax of the
+    logits). A softmax the runtime computes may round one row otherwise by its place in the batch: never."""
+    from fairspec.certify.exact_runtime import logits_in_every_order
+
+    if q.head != "none":
+        return False
+    V = q.combos.shape[0]
+    rows = [_with_combo(q, y, y, q.combos[a])[0] for y in [x, *xps] for a in range(V)]
+    return logits_in_every_order(q.layers, q.encoding, q.precision, np.array(rows)) is not None
+
+
 def bound_class_prob(q: ClassProbQuery, evaluate: Callable, *, mode: str = "prove", deadline: float | None = None,
                      max_nodes: int = 200_000, tol: float = 1e-6, logits: Callable | None = None) -> ClassProbResult:
     """The certified branch and bound (module docstring). ``evaluate(points) -> (k, K)`` the runtime's
@@ -564,8 +579,13 @@ def bound_class_prob(q: ClassProbQuery, evaluate: Callable, *, mode: str = "prov
                 viol_pair = viol
         if point:
             stats["point_leaves"] += 1
+            steady = viol is None and _in_every_batch(q, x, xps)
+            if viol is None and not steady:
+                # fair in the batch scored, but another batch may round its rows otherwise (README, "Whatever
+                # the batch"): only the box's certified bound (runtime error included) holds for every batch
+                stats["batch_dependent_points"] = stats.get("batch_dependent_points", 0) + 1
             if math.isfinite(val):
-                point_max = max(point_max, val_up)
+                point_max = max(point_max, val_up if steady or viol is not None else max(val_up, U))
             continue
         arg = _choose_split(q, lo, hi, w, shared_scalar, shared_groups)
         kids = _children(q, lo, hi, arg, shared_groups) if arg is not None else []
@@ -595,6 +615,12 @@ def bound_class_prob(q: ClassProbQuery, evaluate: Callable, *, mode: str = "prov
         return done("open", bound=bound, pair=best_pair,
                     reason=f"{stats['undecided_points']:,} enumerated boxes hold a pair within the rounding of the "
                            f"softmax of the threshold; no exact comparison decides them")
+    if mode != "maximize" and stats.get("batch_dependent_points"):
+        return done("open", bound=bound, pair=best_pair,
+                    reason=f"{stats['batch_dependent_points']:,} enumerated point(s) hold a pair within the runtime's "
+                           "rounding error of the threshold, fair in the batch it was scored in; the runtime is not "
+                           "shown to score it so in every batch (its layers are not exact in every summation order), "
+                           "so whether the property holds depends on how the model is batched")
     if mode != "maximize" or bound == -math.inf or decide(bound, q.op, thr):
         return done("proved", proof=_mint_proof(q, B, stats, bound), bound=bound, pair=best_pair)
     return done("open", bound=bound, pair=best_pair,

@@ -24,7 +24,8 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["exact_points", "exact_rows", "input_grid", "partial_sums_bound"]
+__all__ = ["exact_points", "exact_rows", "input_grid", "logits_in_every_order", "partial_sums_bound",
+           "scored_in_every_order"]
 
 _P = {"float16": 11, "float32": 24, "float64": 53}
 
@@ -252,18 +253,30 @@ def scored_in_every_order(net, encoding, precision: str, readout, V, scores, fix
     kind = readout[0]
     if kind == "softmax" or (kind == "prob" and not fixed_head) or kind not in ("logit", "margin", "argmax", "prob"):
         return False
-    dt = {"float16": np.float16, "float32": np.float32}.get(precision, np.float64)
-    X = encoded_inputs(encoding, V).astype(dt).astype(np.float64)
-    if not np.all(np.isfinite(X)):
-        return False
-    ok, out = exact_points(net, X, precision)
-    if not bool(np.all(ok)):
+    out = logits_in_every_order(net, encoding, precision, V)
+    if out is None:
         return False
     s = np.asarray(scores, dtype=np.float64).reshape(-1)
-    if s.size != X.shape[0]:
+    if s.size != out.shape[0]:
         return False
     if kind == "logit":
         return bool(np.all(out[:, readout[1]] == s))
     if kind == "margin":
         return bool(np.all(out[:, readout[1]] - out[:, readout[2]] == s))
     return True              # argmax / an elementwise head of exact logits: one value in every batch
+
+
+def logits_in_every_order(net, encoding, precision: str, V) -> np.ndarray | None:
+    """The runtime's output rows (k, K) of problem points ``V`` (k, n) when :func:`exact_points` shows
+    every point's layers exact in every batch size and order (then every batch gives these exact
+    values, and any function of a row alone -- a margin, an argmax, a softmax fairspec computes of the
+    row -- one value); None otherwise (a batch may round a point otherwise: README, "Whatever the
+    batch"). ``encoding``: as :func:`encoded_inputs`, then the cast to ``precision``."""
+    if precision not in _P:
+        return None
+    dt = {"float16": np.float16, "float32": np.float32}.get(precision, np.float64)
+    X = encoded_inputs(encoding, V).astype(dt).astype(np.float64)
+    if not np.all(np.isfinite(X)):
+        return None
+    ok, out = exact_points(net, X, precision)
+    return out if bool(np.all(ok)) else None
