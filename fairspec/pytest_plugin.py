@@ -198,17 +198,18 @@ class PropertyItem(pytest.Item):
 def describe(verdict) -> str:
     """A verdict as the few lines a test failure shows, each value through visible_value (no control
     character, line break or ``##[`` from a value: fairspec.diagnostics.visible)."""
-    from fairspec.report import cell_text as _cell, verdict_notes, witness_text
+    from fairspec.report import bound_texts, cell_text as _cell, value_text, verdict_notes, witness_text
 
     def cell_text(x) -> str:
         return visible_value(_cell(x))
 
     head = f"{verdict.name}: {verdict.status}" + (f" ({verdict.how})" if verdict.how else "")
     lines = [head]
-    if verdict.value is not None:
-        lines.append(f"  value: {cell_text(verdict.value)}")
-    if verdict.bound is not None:
-        lines.append(f"  bound: [{cell_text(verdict.bound[0])}, {cell_text(verdict.bound[1])}]")
+    if verdict.value is not None:       # 4 decimals, more where they would move it onto or across a threshold
+        lines.append(f"  value: {visible_value(value_text(verdict, 'f')) if isinstance(verdict.value, float) else cell_text(verdict.value)}")
+    if verdict.bound is not None:       # rounded outward, each end kept on its side of the thresholds
+        lo, hi = bound_texts(verdict, "f") if all(isinstance(x, float) for x in verdict.bound) else map(_cell, verdict.bound)
+        lines.append(f"  bound: [{visible_value(lo)}, {visible_value(hi)}]")
     if verdict.reason:
         lines.append(f"  reason: {cell_text(verdict.reason)}")
     lines.extend(f"  note: {visible_value(n)}" for n in verdict_notes(verdict))  # as the text report
