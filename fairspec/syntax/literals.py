@@ -211,3 +211,10 @@ def _directed(q, d: int, style: str, mode: str) -> str:
         m = format(mant, "f")
         return f"{m}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
     return format(dec.normalize(), "f") if dec != dec.to_integral_value() or exp < d else format(dec, "f")
+
+
+def interval(lo, hi, thresholds=(), *, style: str = "f", digits: int = 4, exact=None) -> str:
+    """``[lo, hi]`` as a reason prints an interval: each end through :func:`shown` (rounded outward, kept
+    on its side of each threshold), 4 decimals by default; ``exact`` stands for an end that is its float."""
+    return (f"[{shown(lo, thresholds, end='low', style=style, digits=digits, exact=exact)}, "
+            f"{shown(hi, thresholds, end='high', style=style, digits=digits, exact=exact)}]")
