@@ -101,3 +101,12 @@ def test_the_check_stamps_each_verdict_with_its_claims_thresholds():
     assert claim_thresholds(ir.IndividualFairness(name="f", kind="individual_fairness", options=opts,
                                                   post="prob", eps=0.05)) == (0.05,)
     assert claim_thresholds(ir.IndividualFairness(name="f", kind="individual_fairness", options=opts)) == ()
+
+
+def test_a_reasons_interval_is_outward_and_on_its_side():
+    from fairspec.syntax.literals import interval
+
+    assert interval(0.79996, 0.90004, (0.8,)) == "[0.7999, 0.9001]"         # was [0.8000, 0.9000]
+    assert interval(0.80004, 0.9, (0.8,)) == "[0.80004, 0.9000]"            # holds >= 0.8: never [0.8000, ...]
+    assert interval(0.8, 0.9, (0.8,), exact="4/5") == "[0.8000, 0.9000]"    # exactly on it (rows counted)
+    assert interval(0.04, 0.049996, (0.05,)) == "[0.0400, 0.049996]"
