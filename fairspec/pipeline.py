@@ -468,6 +468,9 @@ def _merge_out(report: Report, prop, out: dict, spec=None, substitute=None) -> b
     report.warnings.extend(w for w in out.get("warnings", ()) if w not in report.warnings)
     report.suppressed_warnings.extend(w for w in out.get("suppressed", ()) if w not in report.suppressed_warnings)
     report.diagnostics.extend(d for d in dict.fromkeys(out.get("located", ())) if d not in report.diagnostics)
+    said = [*dict.fromkeys(out.get("located", ())), *out.get("warnings", ())]
+    if said:
+        report.property_warnings.setdefault(prop.name, []).extend(said)
     report.suppressed.extend(x for x in out.get("located_suppressed", ()) if all(x[0] != y[0] for y in report.suppressed))
     if "internal" in out:
         report.internal_errors.append(out["internal"])
