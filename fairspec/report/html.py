@@ -143,7 +143,7 @@ def render_models(reports) -> str:
                 cells.append("<td></td>")
                 continue
             i, v = by[n]
-            value = "" if v.value is None else f" {_num(v.value)}"
+            value = "" if v.value is None else f" {_v(value_text(v))}"
             cells.append(f"<td class='{v.status}'><a href='#m{k}p{i}'>{e(v.label)}</a>{value}</td>")
         err = f"<td class=error>{e(r.error)}</td>" if r.error else ""
         rows.append(f"<tr><td><a href='#m{k}'><code>{e(Path(f).name if f else str(spec))}</code></a></td>"

@@ -27,7 +27,7 @@ from fairspec.backends.data.constant import constant_reason, lost_reason, lost_r
 from fairspec.backends.data.group_table import exact_cells, group_table, metric_columns, rate_intervals, \
     report_number as _r
 from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows
-from fairspec.syntax.literals import interval as _interval, shown as _shown
+from fairspec.syntax.literals import interval as _interval
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 from fairspec.verdict import Verdict, interval_status, unknown
 

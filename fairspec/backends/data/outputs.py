@@ -24,7 +24,7 @@ from fairspec.backends.data.budget import WEIGHT_TOTAL
 from fairspec.backends.data.constant import lost_reason, lost_replicates, undefined_output_reason
 from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows
 from fairspec.verdict import Unsupported, Verdict, interval_status, unknown
-from fairspec.syntax.literals import interval as _interval, shown as _shown
+from fairspec.syntax.literals import interval as _interval
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 
