@@ -268,6 +268,7 @@ def test_assert_fair_and_the_plugin_show_the_warning_of_a_property_that_holds(tm
     spec = _spec(tmp_path, SAME + PARITY)
     rep = check(spec)
     assert {v.name: v.status for v in rep.verdicts} == {"samec": "holds", "sp": "holds"}
+    assert {v.name: v.thresholds for v in rep.verdicts} == {"samec": (), "sp": (0.5,)}   # what a report prints near
     said = {k: [d.code for d in ds] for k, ds in rep.property_warnings.items()}
     assert said == {"samec": ["FS439"], "sp": ["FS439"]}, said
     with warnings.catch_warnings(record=True) as got:
