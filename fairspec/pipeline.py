@@ -451,6 +451,15 @@ def _declared_at(path, spec, substitute=None):
     return next((span for p, span in decls if p and span is not None and _real(Path(p)) == real), None)
 
 
+def claim_thresholds(prop) -> tuple:
+    """The numbers a property's claim compares with: a metric's threshold, a pair property's eps (a
+    report prints a value near one with the digits that keep it on its side: literals.shown)."""
+    found = [getattr(prop, "threshold", None)]
+    if getattr(prop, "post", "label") not in ("label", "class"):
+        found.append(getattr(prop, "eps", None))
+    return tuple(t for t in found if isinstance(t, (int, float)) and not isinstance(t, bool))
+
+
 def _merge_out(report: Report, prop, out: dict, spec=None, substitute=None) -> bool:
     """Add one property's outcome to the report; True when a bad input file stops the run (located at
     the declaration of the file the error names -- ``substitute``: (a --models file, the declaration
@@ -459,6 +468,9 @@ def _merge_out(report: Report, prop, out: dict, spec=None, substitute=None) -> b
     report.warnings.extend(w for w in out.get("warnings", ()) if w not in report.warnings)
     report.suppressed_warnings.extend(w for w in out.get("suppressed", ()) if w not in report.suppressed_warnings)
     report.diagnostics.extend(d for d in dict.fromkeys(out.get("located", ())) if d not in report.diagnostics)
+    said = [*dict.fromkeys(out.get("located", ())), *out.get("warnings", ())]
+    if said:
+        report.property_warnings.setdefault(prop.name, []).extend(said)
     report.suppressed.extend(x for x in out.get("located_suppressed", ()) if all(x[0] != y[0] for y in report.suppressed))
     if "internal" in out:
         report.internal_errors.append(out["internal"])
@@ -475,7 +487,9 @@ def _merge_out(report: Report, prop, out: dict, spec=None, substitute=None) -> b
     v, warning = certified(out["verdict"])
     if warning and warning not in report.warnings:
         report.warnings.append(warning)
-    report.verdicts.append(v)
+    from dataclasses import replace
+
+    report.verdicts.append(replace(v, thresholds=claim_thresholds(prop)))
     try:  # provenance: what the verdict was decided with (never a reason to lose the verdict)
         from fairspec.planning import settings
 

@@ -4,7 +4,8 @@ Inert unless asked: run ``pytest --fairspec`` (or set ``fairspec = true`` in the
 collects the ``.fair`` files it walks past; each property becomes an item named after it
 (``spec.fair::four_fifths.disparate_impact``), selectable with ``-k`` and ``-m fairspec``.
 
-    holds (proved or estimated)  passes (its notes, if any, as a FairspecNote warning: silence it with
+    holds (proved or estimated)  passes (its notes and the check's warnings about it -- FS439, ... --, if
+                                 any, each a FairspecNote warning: silence them with
                                  filterwarnings = ignore::fairspec.pytest_plugin.FairspecNote)
     violated                     fails, with the value, the claim and the replayed witness
     unknown                      fails (``--fairspec-unknown=skip`` or ``xfail`` to relax it; an internal
@@ -130,6 +131,28 @@ def warn_notes(verdict) -> None:
                                    f"filterwarnings = {SILENCE})"), stacklevel=2)
 
 
+def property_warnings(report, name: str) -> list[str]:
+    """The warnings the check said while deciding property ``name`` (FS439 at the model's declaration,
+    a pickle's FS427, ...: ``Report.property_warnings``), each as one line: the CLI prints them above its
+    table, so an item names them too."""
+    out = []
+    for w in (getattr(report, "property_warnings", None) or {}).get(name, ()):
+        if hasattr(w, "code"):
+            where = f" ({w.span.file}:{w.span.line})" if getattr(w, "span", None) is not None else ""
+            out.append(f"{w.code}: {w.message}{where}" + (f" (hint: {w.hint})" if w.hint else ""))
+        else:
+            out.append(str(w))
+    return out
+
+
+def warn_warnings(report, verdict) -> None:
+    """Warn what the check said while deciding a verdict that holds (:func:`property_warnings`), as its notes."""
+    for w in property_warnings(report, verdict.name):
+        warnings.warn(FairspecNote(f"{verdict.name}: {verdict.status}; warning {visible_value(w)} (the test "
+                                   f"passes; act on the warning, acknowledge it with an ignore comment, or "
+                                   f"silence these notes with filterwarnings = {SILENCE})"), stacklevel=2)
+
+
 class LintItem(pytest.Item):
     def __init__(self, *, diagnostics, **kw):
         super().__init__(**kw)
@@ -166,6 +189,7 @@ class PropertyItem(pytest.Item):
             raise FairspecFailure(visible_value("; ".join(d.message for d in errors)) or f"no verdict for {self.name}")
         if verdict.status == "holds":
             warn_notes(verdict)
+            warn_warnings(report, verdict)
             return
         bug = [e for e in report.internal_errors if e.startswith(f"{self.name}: ")]
         if bug:  # a fairspec bug (exit code 4) is no unknown --fairspec-unknown may skip or xfail: it fails
@@ -179,7 +203,8 @@ class PropertyItem(pytest.Item):
                 raise pytest.skip.Exception(f"unknown: {visible_value(verdict.reason)}{said}", _use_item_location=True)
             if mode == "xfail":
                 pytest.xfail(f"unknown: {visible_value(verdict.reason)}{said}")
-        raise FairspecVerdictFailure(describe(verdict))
+        said = "".join(f"\n  warning: {visible_value(w)}" for w in property_warnings(report, self.name))
+        raise FairspecVerdictFailure(describe(verdict) + said)
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, FairspecFailure):
@@ -198,17 +223,18 @@ class PropertyItem(pytest.Item):
 def describe(verdict) -> str:
     """A verdict as the few lines a test failure shows, each value through visible_value (no control
     character, line break or ``##[`` from a value: fairspec.diagnostics.visible)."""
-    from fairspec.report import cell_text as _cell, verdict_notes, witness_text
+    from fairspec.report import bound_texts, cell_text as _cell, value_text, verdict_notes, witness_text
 
     def cell_text(x) -> str:
         return visible_value(_cell(x))
 
     head = f"{verdict.name}: {verdict.status}" + (f" ({verdict.how})" if verdict.how else "")
     lines = [head]
-    if verdict.value is not None:
-        lines.append(f"  value: {cell_text(verdict.value)}")
-    if verdict.bound is not None:
-        lines.append(f"  bound: [{cell_text(verdict.bound[0])}, {cell_text(verdict.bound[1])}]")
+    if verdict.value is not None:       # 4 decimals, more where they would move it onto or across a threshold
+        lines.append(f"  value: {visible_value(value_text(verdict, 'f')) if isinstance(verdict.value, float) else cell_text(verdict.value)}")
+    if verdict.bound is not None:       # rounded outward, each end kept on its side of the thresholds
+        lo, hi = bound_texts(verdict, "f") if all(isinstance(x, float) for x in verdict.bound) else map(_cell, verdict.bound)
+        lines.append(f"  bound: [{visible_value(lo)}, {visible_value(hi)}]")
     if verdict.reason:
         lines.append(f"  reason: {cell_text(verdict.reason)}")
     lines.extend(f"  note: {visible_value(n)}" for n in verdict_notes(verdict))  # as the text report

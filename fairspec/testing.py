@@ -26,7 +26,7 @@ def assert_fair(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[
     import fairspec
     from fairspec.diagnostics import render_full
     from fairspec.diagnostics.visible import visible_value
-    from fairspec.pytest_plugin import describe, warn_notes
+    from fairspec.pytest_plugin import describe, property_warnings, warn_notes, warn_warnings
 
     report = fairspec.check(spec, models=models, data=data, property=property, allow=allow)
     if report.report.interrupted:  # Ctrl-C stopped the check (it caught it to report what it had): stop the test run
@@ -38,9 +38,11 @@ def assert_fair(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[
     problems.extend(f"internal error: {visible_value(e)}" for e in report.report.internal_errors)
     for v in report:
         if v.status == "violated" or (v.status == "unknown" and not allow_unknown):
-            problems.append(describe(v))
-        else:  # holds, or an unknown allowed: the test passes, its notes are warned
+            problems.append(describe(v) + "".join(f"\n  warning: {visible_value(w)}"
+                                                  for w in property_warnings(report.report, v.name)))
+        else:  # holds, or an unknown allowed: the test passes, its notes and the check's warnings are warned
             warn_notes(v)
+            warn_warnings(report.report, v)
     if not problems and not len(report):  # nothing was checked: a test that asserts nothing must not pass
         problems.append("no property to check (the spec and the policies it applies state none)")
     if problems:

@@ -96,6 +96,9 @@ class Verdict:
     details: dict = field(default_factory=dict)
     # what certify checked: the evidence of `holds (proved)` (or of a certified bound of maximize)
     proof: Proof | None = field(default=None, compare=False)
+    # the thresholds the property's claim names (as the spec writes them): a report prints the value
+    # and the interval with the digits that keep them on the side of each that they are on (literals.shown)
+    thresholds: tuple = field(default=(), compare=False, repr=False)
 
     def __post_init__(self):
         assert self.status in ("holds", "violated", "unknown"), self.status

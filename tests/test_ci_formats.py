@@ -278,7 +278,8 @@ def test_a_finding_shows_the_estimate_with_its_interval():
 
     v = Verdict("tv", "group_metric", "violated", value=0.22664, bound=(0.19071, 0.27162), backend="data",
                 reason="class_distribution_distance <= 0.05 fails over the whole 95% interval")
-    assert _verdict_message(v) == ("property 'tv' is violated; value 0.2266; interval [0.1907, 0.2716]; "
+    # the interval rounded outward: 0.27162 is below 0.2717, not 0.2716 (tests/test_report_threshold_digits.py)
+    assert _verdict_message(v) == ("property 'tv' is violated; value 0.2266; interval [0.1907, 0.2717]; "
                                    "class_distribution_distance <= 0.05 fails over the whole 95% interval")
     u = Verdict("lv", "individual_fairness", "unknown", value=0.5, bound=(0.5, 0.75), backend="milp",
                 reason="the time limit passed")

@@ -253,3 +253,28 @@ def test_fetching_the_label_leaves_the_declared_output_as_it_was(tmp_path):
     for a, b in zip(with_label, without):
         assert np.array_equal(a, b)
     assert agree.take().differ == 2
+
+
+def test_assert_fair_and_the_plugin_show_the_warning_of_a_property_that_holds(tmp_path):
+    """A holding property's FS439 (the CLI prints it above its table) is its item's FairspecNote warning, as
+    its notes are: pytest --fairspec and assert_fair said nothing of it."""
+    import warnings
+
+    from fairspec.pipeline import check
+    from fairspec.pytest_plugin import FairspecNote, warn_warnings
+    from fairspec.testing import assert_fair
+
+    _svc(tmp_path / "m.onnx")
+    spec = _spec(tmp_path, SAME + PARITY)
+    rep = check(spec)
+    assert {v.name: v.status for v in rep.verdicts} == {"samec": "holds", "sp": "holds"}
+    assert {v.name: v.thresholds for v in rep.verdicts} == {"samec": (), "sp": (0.5,)}   # what a report prints near
+    said = {k: [d.code for d in ds] for k, ds in rep.property_warnings.items()}
+    assert said == {"samec": ["FS439"], "sp": ["FS439"]}, said
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        warn_warnings(rep, rep.verdicts[0])
+    assert [type(w.message) for w in got] == [FairspecNote]
+    assert "samec: holds; warning FS439: property 'samec' evaluated model 'm'" in str(got[0].message)
+    with pytest.warns(FairspecNote, match="sp: holds; warning FS439"):
+        assert_fair(spec, property="sp")

@@ -65,6 +65,7 @@ from fairspec.kinds.distribution_verdicts import (_bootstrap_verdict, _estimated
                                                   _group_name, _metric_value, _plain, _verdict)
 from fairspec.planning import plan, setting
 from fairspec.verdict import Unsupported, Verdict, unknown
+from fairspec.syntax.literals import interval as _interval, shown as _shown
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 __all__ = ["run", "build_problem", "Problem", "table_network", "LABEL", "compute_influence", "influence_subsets"]
@@ -409,7 +410,8 @@ def _verdict_influence(prop, pb: Problem, fif, backend, method, t0, boot: dict |
     top = max(items, key=lambda i: abs(i["fif"]))
     value = abs(top["fif"])
     details["largest"] = top
-    largest = (f"the largest is FIF({_subset_text(top['subset'])}) = {top['fif']:+.6g}: making "
+    fif = ("+" if top["fif"] >= 0 else "") + _shown(top["fif"], (prop.threshold, -prop.threshold), digits=6)
+    largest = (f"the largest is FIF({_subset_text(top['subset'])}) = {fif}: making "
                f"{_subset_text(top['subset'])} uniform and independent moves {quantity} from {b0:.6g} to "
                f"{top['value_without']:.6g}")
     claim = f"influence on {quantity} {prop.op} {_spec_number(prop.threshold)}"
@@ -430,10 +432,11 @@ def _verdict_influence(prop, pb: Problem, fif, backend, method, t0, boot: dict |
                        **common)
     lo, hi = max(0.0, value - add), min(1.0, value + add)
     conf = 1.0 - b.delta
-    bound_text = (f"+- {add:.4f}, twice the {conf:.0%} error bound of {quantity} for a distribution estimated "
+    bound_text = (f"+- {_shown(add, end='high', style='f')}, twice the {conf:.0%} error bound of {quantity} "
+                  f"for a distribution estimated "
                   f"from {bn.n_rows} rows")
     return _estimated_verdict(
         prop, lo, hi, common, holds_reason=f"{largest} ({bound_text})",
         violated_reason=f"{claim} fails: {largest} ({bound_text})",
-        unknown_reason=f"the threshold {_spec_number(prop.threshold)} lies inside [{lo:.4f}, {hi:.4f}]: {largest} "
+        unknown_reason=f"the threshold {_spec_number(prop.threshold)} lies inside {_interval(lo, hi, (prop.threshold,))}: {largest} "
                        f"({bound_text}); more data (or fewer bins) would decide it")

@@ -18,6 +18,7 @@ from fairspec.analyses.distribution import BayesNet
 from fairspec.kinds.distribution_problem import Problem, table_slack
 from fairspec.kinds.distribution_rule import rule_gap as _rule_gap
 from fairspec.verdict import Verdict, interval_status, unknown
+from fairspec.syntax.literals import interval as _interval, shown as _shown
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 
@@ -268,10 +269,11 @@ def _verdict(prop, pb: Problem, res, backend, t0, boot: dict | None = None) -> V
     conf = 1.0 - b.delta
     return _estimated_verdict(
         prop, lo, hi, common,
-        violated_reason=f"{claim} fails: the value is {value:.4f} +- {add:.4f} ({conf:.0%} error bound of "
+        violated_reason=f"{claim} fails: the value is {_shown(value, (prop.threshold,), style='f')} "
+                        f"+- {_shown(add, end='high', style='f')} ({conf:.0%} error bound of "
                         f"the distribution estimated from {bn.n_rows} rows){extremes}",
-        unknown_reason=f"the threshold {_spec_number(prop.threshold)} lies inside [{lo:.4f}, {hi:.4f}], the {conf:.0%} "
-                       f"error bound of {prop.metric} = {value:.4f} for a distribution estimated from "
+        unknown_reason=f"the threshold {_spec_number(prop.threshold)} lies inside {_interval(lo, hi, (prop.threshold,))}, the {conf:.0%} "
+                       f"error bound of {prop.metric} = {_shown(value, (prop.threshold,), style='f')} for a distribution estimated from "
                        f"{bn.n_rows} rows; more data (or fewer bins) would decide it")
 
 
@@ -334,14 +336,14 @@ def _bootstrap_verdict(prop, value: float, boot: dict, n_rows: int, claim: str, 
         common["bound"] = (lo, hi)
         return Verdict(prop.name, prop.kind, "unknown",
                        reason=f"{claim} is met only at the end of {prop.metric}'s range ({_spec_number(end)}), which "
-                              f"no bootstrap interval can hold: [{lo:.4f}, {hi:.4f}], the {where}, is below it for a "
-                              f"population exactly at it too; {prop.metric} = {value:.4f} (without bootstrap = ..., "
+                              f"no bootstrap interval can hold: {_interval(lo, hi, (prop.threshold,))}, the {where}, is below it for a "
+                              f"population exactly at it too; {prop.metric} = {_shown(value, (prop.threshold,), style='f')} (without bootstrap = ..., "
                               "the error bound decides it)", **common)
     return _estimated_verdict(
         prop, lo, hi, common,
-        violated_reason=f"{claim} fails: the value is {value:.4f}, [{lo:.4f}, {hi:.4f}] ({where}){extremes}",
-        unknown_reason=f"the threshold {_spec_number(prop.threshold)} lies inside [{lo:.4f}, {hi:.4f}], the {where}; "
-                       f"{prop.metric} = {value:.4f}")
+        violated_reason=f"{claim} fails: the value is {_shown(value, (prop.threshold,), style='f')}, {_interval(lo, hi, (prop.threshold,))} ({where}){extremes}",
+        unknown_reason=f"the threshold {_spec_number(prop.threshold)} lies inside {_interval(lo, hi, (prop.threshold,))}, the {where}; "
+                       f"{prop.metric} = {_shown(value, (prop.threshold,), style='f')}")
 
 
 def _plain(x):

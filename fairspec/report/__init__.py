@@ -91,12 +91,23 @@ _KIND = {"group_metric": "group", "individual_fairness": "individual", "k_discri
 _STYLE = {"holds": "green", "violated": "bold red", "unknown": "yellow"}
 
 
-def _fmt(v) -> str:
-    if v is None:
+def value_text(v, style: str = "g") -> str:
+    """A verdict's value as every report prints it: 4 significant digits ("g") or decimals ("f"), more
+    where fewer would move it onto or across a threshold of its claim (``literals.shown``: a violated
+    ``>= 0.8`` at 0.79996 is never "0.8"); "" for none."""
+    if v.value is None:
         return ""
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
+    return _literals.shown(v.value, v.thresholds, style=style, exact=(v.details or {}).get("exact_value"))
+
+
+def bound_texts(v, style: str = "g") -> tuple[str, str] | None:
+    """A verdict's interval's ends as every report prints them: rounded outward (the lower end down,
+    the upper up) and kept on their side of each threshold of the claim (``literals.shown``)."""
+    if v.bound is None:
+        return None
+    exact = (v.details or {}).get("exact_value")
+    return tuple(_literals.shown(x, v.thresholds, end=end, style=style, exact=exact)
+                 for x, end in zip(v.bound, ("low", "high")))
 
 
 def print_text(report, console) -> None:
@@ -195,8 +206,8 @@ def _print_summary(report, console) -> None:
 
     from fairspec.diagnostics import cell_len
 
-    rows = [(v, [visible_value(x) for x in (v.name, _KIND.get(v.kind, v.kind), v.label, _fmt(v.value),
-                                            f"[{v.bound[0]:.4g}, {v.bound[1]:.4g}]" if v.bound else "",
+    rows = [(v, [visible_value(x) for x in (v.name, _KIND.get(v.kind, v.kind), v.label, value_text(v),
+                                            "[{}, {}]".format(*bound_texts(v)) if v.bound else "",
                                             v.backend or "", f"{v.seconds:.2f}s")])
             for v in report.verdicts]
     whole = {0, 3, 6}  # property, value, time: never broken

@@ -34,6 +34,9 @@ class Report:
     # every file the spec reads or names to read (itself, its imports, models, data), also when lint
     # failed: the HTML report never replaces one of them (inputs is what provenance hashes)
     reads: tuple = ()
+    # property name -> the warnings its check said (Diagnostics at their span: FS427, FS433, FS435, FS439; and
+    # text): the pytest plugin shows them with the property's item, as the text report shows them above the table
+    property_warnings: dict = field(default_factory=dict)
     claims: dict = field(default_factory=dict)  # property name -> (op, threshold) of its claim (for the HTML report)
     options: dict = field(default_factory=dict)  # property name -> the options its backend ran with (planning.settings)
     invocation: dict = field(default_factory=dict)  # what the caller asked (--property, --ignore, --allow-path)

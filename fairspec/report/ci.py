@@ -18,7 +18,7 @@ from fairspec.diagnostics import Diagnostic, source_lines
 from fairspec.diagnostics.codes import CODES
 from fairspec.diagnostics.visible import visible, visible_value
 from fairspec.files import real_path
-from fairspec.report import verdict_notes, witness_text
+from fairspec.report import bound_texts, value_text, verdict_notes, witness_text
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "note": "note"}
@@ -131,15 +131,10 @@ def _value_parts(v) -> list[str]:
     without its bound: the reason names the confidence level, not the interval's ends)."""
     parts = []
     if v.value is not None:
-        parts.append(f"value {v.value:.4g}" if isinstance(v.value, float) else f"value {v.value}")
+        parts.append(f"value {value_text(v)}")
     if v.bound is not None:
-        lo, hi = v.bound
-        parts.append(f"interval [{_num(lo)}, {_num(hi)}]")
+        parts.append("interval [{}, {}]".format(*bound_texts(v)))
     return parts
-
-
-def _num(x) -> str:
-    return f"{x:.4g}" if isinstance(x, (int, float)) else str(x)
 
 
 def _verdict_results(verdicts, spans, error, policies=None, related: bool = False, error_span=None,

@@ -34,7 +34,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from fairspec.diagnostics.visible import visible, visible_value
-from fairspec.report import cell_text, charts, group_columns, output_row, rounds_note, verdict_notes
+from fairspec.report import (bound_texts, cell_text, charts, group_columns, output_row, rounds_note, value_text,
+                             verdict_notes)
 from fairspec.syntax import literals
 from fairspec.report.target import ReportWriteError, check_path, html_roots  # noqa: F401 (the command line's names)
 
@@ -142,7 +143,7 @@ def render_models(reports) -> str:
                 cells.append("<td></td>")
                 continue
             i, v = by[n]
-            value = "" if v.value is None else f" {_num(v.value)}"
+            value = "" if v.value is None else f" {_v(value_text(v))}"
             cells.append(f"<td class='{v.status}'><a href='#m{k}p{i}'>{e(v.label)}</a>{value}</td>")
         err = f"<td class=error>{e(r.error)}</td>" if r.error else ""
         rows.append(f"<tr><td><a href='#m{k}'><code>{e(Path(f).name if f else str(spec))}</code></a></td>"
@@ -215,8 +216,8 @@ def _summary(report) -> str:
     head = " &middot; ".join(f"<span class='badge {s}'>{n} {s}</span>" for s, n in counts.items())
     rows = []
     for i, v in enumerate(report.verdicts):
-        bound = f"[{v.bound[0]:.4g}, {v.bound[1]:.4g}]" if v.bound else ""
-        value = "" if v.value is None else f"{v.value:.4g}" if isinstance(v.value, float) else _v(str(v.value))
+        bound = "[{}, {}]".format(*map(_v, bound_texts(v))) if v.bound else ""
+        value = _v(value_text(v))
         rows.append(f"<tr><td><a href='#p{i}'>{e(v.name)}</a></td><td>{e(v.kind.replace('_', ' '))}</td>"
                     f"<td class='{v.status}'>{e(v.label)}</td><td class=num>{value}</td>"
                     f"<td class=claim>{_claim(report, v.name)}</td><td class=num>{bound}</td>"
@@ -233,9 +234,9 @@ def _property(v, i: int, prefix: str = "", options: dict | None = None) -> str:
            f"<h2>{e(v.name)} <span class='badge {v.status}'>{e(v.label)}</span></h2>",
            f"<p class=kind>{e(v.kind.replace('_', ' '))}"
            f"{' &middot; backend ' + e(v.backend) if v.backend else ''}"
-           f"{' &middot; value ' + _num(v.value) if v.value is not None else ''}"
+           f"{' &middot; value ' + _v(value_text(v)) if v.value is not None else ''}"
            f"{_claim_of(v)}"
-           f"{' &middot; interval [' + _num(v.bound[0]) + ', ' + _num(v.bound[1]) + ']' if v.bound else ''}</p>"]
+           f"{' &middot; interval [{}, {}]'.format(*map(_v, bound_texts(v))) if v.bound else ''}</p>"]
     if v.reason:
         out.append(f"<p class=reason>{e(v.reason)}</p>")
     out += [f"<p class=note>Note: {e(n)}</p>" for n in verdict_notes(v)]
@@ -257,7 +258,7 @@ def _with_interval(row: dict, key: str) -> str:
     text = e(cell_text(row.get(key)))
     iv = row.get(f"{key}_interval")
     if isinstance(iv, (list, tuple)) and len(iv) == 2 and all(isinstance(x, (int, float)) for x in iv):
-        text += f" <span class=interval>[{iv[0]:.4g}, {iv[1]:.4g}]</span>"
+        text += f" <span class=interval>[{literals.shown(iv[0], end='low')}, {literals.shown(iv[1], end='high')}]</span>"
     return text
 
 
@@ -342,14 +343,19 @@ def _claim_of(v) -> str:
     d = v.details or {}
     if d.get("op") is None or d.get("threshold") is None:
         return ""
-    return f" &middot; claim {_e({'<=': '≤', '>=': '≥'}.get(d['op'], d['op']))} {_num(d['threshold'])}"
+    return f" &middot; claim {_e({'<=': '≤', '>=': '≥'}.get(d['op'], d['op']))} {_threshold(d['threshold'])}"
 
 
 def _claim(report, name: str) -> str:
     op, t = (getattr(report, "claims", {}) or {}).get(name, (None, None))
     if op is None or t is None:
         return ""
-    return f"{_e({'<=': '≤', '>=': '≥'}.get(op, op))} {_num(t)}"
+    return f"{_e({'<=': '≤', '>=': '≥'}.get(op, op))} {_threshold(t)}"
+
+
+def _threshold(t) -> str:
+    """A claim's threshold as the spec writes it (0.12345, not 0.1235: 4 digits moved it)."""
+    return _v(literals.number(t)) if isinstance(t, (int, float)) and not isinstance(t, bool) else _num(t)
 
 
 def _provenance(report, prefix: str = "") -> str:

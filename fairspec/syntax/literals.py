@@ -118,3 +118,103 @@ def point(features: dict) -> str:
 def vector(xs) -> str:
     """A model-input vector (a witness with no spec-level reading) as a list literal of numbers."""
     return "[" + ", ".join(value(x) for x in xs) + "]"
+
+
+def shown(x, thresholds=(), *, end: str | None = None, digits: int = 4, style: str = "g", exact=None) -> str:
+    """A number as a report prints it (a verdict's value, an interval's end, a bound): ``digits``
+    significant digits (``style`` "g") or decimals ("f"), and more where those few would put the printed
+    number on another side of one of ``thresholds`` (the claim's, as the spec writes them: a float is
+    read as its shortest decimal) than the number is, or on it when the number is not: a violated
+    ``>= 0.8`` at 0.79996 prints 0.79996, not 0.8. ``end`` "low" / "high": an interval's end, rounded
+    down / up (never inward; a text that reads back as the float is that float), else to nearest. ``exact``: the number's exact value (a Fraction, or its
+    text) when ``x`` is its rounded float; else ``x`` is read bit for bit. Not a float: ``str``."""
+    from fractions import Fraction
+
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or type(x).__module__ == "numpy":
+        if type(x).__module__ == "numpy" and hasattr(x, "item"):
+            return shown(x.item(), thresholds, end=end, digits=digits, style=style, exact=exact)
+        return str(x)
+    if isinstance(x, int):
+        return str(x)
+    if x != x or x in (float("inf"), float("-inf")):
+        return f"{x:.{digits}{style}}"
+    try:
+        q = Fraction(exact) if exact is not None else Fraction(x)
+        if exact is not None and float(q) != x:
+            q = Fraction(x)
+    except (TypeError, ValueError, ZeroDivisionError):
+        q = Fraction(x)
+    ts = []
+    for t in thresholds or ():
+        try:
+            ts.append(Fraction(repr(float(t))) if isinstance(t, float) else Fraction(t))
+        except (TypeError, ValueError, OverflowError):
+            continue
+
+    def faithful(text: str) -> bool:
+        p = _fraction_of(text)
+        if p is None:
+            return False
+        if ((end == "low" and p > q) or (end == "high" and p < q)) and float(text) != x:
+            return False            # rounded inward (a text that reads back as the float itself is it)
+        return all((p > t) - (p < t) == (q > t) - (q < t) for t in ts)
+
+    for d in range(digits, digits + 40):
+        near = f"{x:.{d}{style}}" if exact is None or q == Fraction(x) else _directed(q, d, style, "nearest")
+        # to nearest when that is no inward rounding, else down / up
+        for text in (near,) if end is None else (near, _directed(q, d, style, "down" if end == "low" else "up")):
+            if faithful(text):
+                return text
+    return repr(x)
+
+
+def _fraction_of(text: str):
+    from fractions import Fraction
+
+    try:
+        return Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def _directed(q, d: int, style: str, mode: str) -> str:
+    """The rational ``q`` rounded to ``d`` significant digits ("g") or decimals ("f"), ``mode`` "down" /
+    "up" / "nearest" (half to even), written as Python writes a float in that style."""
+    from fractions import Fraction
+
+    if q == 0:
+        return f"{0.0:.{d}{style}}"
+    a = abs(q)
+    e = len(str(a.numerator)) - len(str(a.denominator))     # 10**e <= a < 10**(e+1), after the fix below
+    while Fraction(10) ** e > a:
+        e -= 1
+    while Fraction(10) ** (e + 1) <= a:
+        e += 1
+    places = d if style == "f" else d - 1 - e
+    scaled = q * Fraction(10) ** places
+    lo = scaled.numerator // scaled.denominator
+    if mode == "down":
+        n = lo
+    elif mode == "up":
+        n = lo if lo == scaled else lo + 1
+    else:
+        rest = scaled - lo
+        n = lo + (1 if rest > Fraction(1, 2) or rest == Fraction(1, 2) and lo % 2 else 0)
+    from decimal import Decimal
+
+    dec = Decimal(n).scaleb(-places)
+    if style == "f":
+        return f"{dec:.{d}f}"
+    exp = dec.adjusted() if n else 0
+    if exp < -4 or exp >= d:
+        mant = (dec.scaleb(-exp)).normalize()
+        m = format(mant, "f")
+        return f"{m}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    return format(dec.normalize(), "f") if dec != dec.to_integral_value() or exp < d else format(dec, "f")
+
+
+def interval(lo, hi, thresholds=(), *, style: str = "f", digits: int = 4, exact=None) -> str:
+    """``[lo, hi]`` as a reason prints an interval: each end through :func:`shown` (rounded outward, kept
+    on its side of each threshold), 4 decimals by default; ``exact`` stands for an end that is its float."""
+    return (f"[{shown(lo, thresholds, end='low', style=style, digits=digits, exact=exact)}, "
+            f"{shown(hi, thresholds, end='high', style=style, digits=digits, exact=exact)}]")

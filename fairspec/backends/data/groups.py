@@ -13,6 +13,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.runtime.evaluate import evaluate
+from fairspec.syntax.literals import interval as _interval
 from fairspec.verdict import Verdict
 
 # Crossed groups up to this many cells are numbered densely (every cell, empty ones included,
@@ -136,7 +137,9 @@ def estimated_holds(prop, claim: str, small: list, min_group_size: int, common: 
         return Verdict(prop.name, prop.kind, "unknown", reason=f"{claim} holds on the groups with at least "
                        f"{min_group_size} rows, but these are too small to judge: {listed}", **common)
     lo, hi = common["bound"]
-    over = f"the whole {confidence:.0%} interval [{lo:.4f}, {hi:.4f}]" if confidence is not None else "its interval"
+    exact = (common.get("details") or {}).get("exact_value")    # rows counted: the value in rationals
+    over = (f"the whole {confidence:.0%} interval {_interval(lo, hi, (prop.threshold,), exact=exact)}"
+            if confidence is not None else "its interval")
     return Verdict(prop.name, prop.kind, "holds", how="estimated", reason=f"{claim} holds over {over}", **common)
 
 

@@ -27,6 +27,7 @@ from fairspec.backends.data.constant import constant_reason, lost_reason, lost_r
 from fairspec.backends.data.group_table import exact_cells, group_table, metric_columns, rate_intervals, \
     report_number as _r
 from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows, small_undo_reason
+from fairspec.syntax.literals import interval as _interval
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 from fairspec.verdict import Verdict, interval_status, unknown
 
@@ -609,7 +610,7 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
                        reason=f"{claim} fails over the whole {opts.confidence:.0%} interval{where}", **common)
     return Verdict(prop.name, prop.kind, "unknown",
                    reason=f"the threshold {_spec_number(prop.threshold)} lies inside the {opts.confidence:.0%} confidence "
-                          f"interval [{lo:.4f}, {hi:.4f}]; more data would decide it", **common)
+                          f"interval {_interval(lo, hi, (prop.threshold,), exact=exact)}; more data would decide it", **common)
 
 
 def _batched(prop: ir.GroupMetric, c: Counts, eligible, R: int, n: int, status: str, value: float,

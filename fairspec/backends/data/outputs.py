@@ -24,6 +24,7 @@ from fairspec.backends.data.budget import WEIGHT_TOTAL
 from fairspec.backends.data.constant import lost_reason, lost_replicates, undefined_output_reason
 from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows, small_undo_reason
 from fairspec.verdict import Unsupported, Verdict, interval_status, unknown
+from fairspec.syntax.literals import interval as _interval
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 
@@ -418,7 +419,7 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
                        reason=f"{claim} fails over the whole {opts.confidence:.0%} interval{where}", **common)
     return Verdict(prop.name, prop.kind, "unknown",
                    reason=f"the threshold {_spec_number(prop.threshold)} lies inside the {opts.confidence:.0%} confidence "
-                          f"interval [{lo:.4f}, {hi:.4f}]; more data would decide it", **common)
+                          f"interval {_interval(lo, hi, (prop.threshold,))}; more data would decide it", **common)
 
 
 def _worst_groups(mdef, per, names, eligible, mode, rows, labels) -> str:
