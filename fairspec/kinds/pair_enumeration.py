@@ -653,7 +653,9 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
                 from fairspec.certify.rounding import float_down
 
                 lo = float_down(Fraction(float(s[a][k])) - Fraction(float(s[b][k])))
-        lo = lower_end(lo, spread, post, kind) if spread > 0 and batch_dependent(model) else lo   # pair_fragile
+        if spread > 0 and batch_dependent(model) and not every_point_exact(prop, model, X, s_points, a[[k]] % N,
+                                                                            b[[k]] % N, runtime):
+            lo = lower_end(lo, spread, post, kind)      # the best pair's measure may be lower in another batch
         bound = (lo, hi) if mode == "maximize" else None
     elif count == 0:
         value = -math.inf if mode == "maximize" else None

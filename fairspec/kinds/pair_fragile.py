@@ -93,8 +93,10 @@ def lower_end(lo: float, spread: float, post: str, kind: str) -> float:
     one point may be, :func:`fairspec.kinds.pair_enumeration.runtime_spread`): another batch size or order
     may score every pair's points otherwise, and its maximum lie below this batch's by as much as a pair's
     measure moves -- ``spread`` for a label's ``min(z, -z')``, twice it for a difference of two scores,
-    plus the library logistic's own rounding for a ``prob`` of logits (``LOGISTIC_MARGIN``'s analysis). A
-    torch network of normal weights gave a maximum in batches of 1 below the whole domain's (session 35)."""
+    plus the library logistic's own rounding for a ``prob`` of logits (``LOGISTIC_MARGIN``'s analysis). Not
+    where the best pair's points are exact in every order (its measure, this batch's maximum, is every
+    batch's). A torch network of normal weights gave a maximum in batches of 1 below the whole domain's
+    (session 35)."""
     import math
 
     from fairspec.kinds.pair_enumeration import LOGISTIC_MARGIN
