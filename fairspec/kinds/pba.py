@@ -205,7 +205,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     verdict_parts, tables, details = [], {}, {"rows": int(rows.frame.n_rows), "selected": int(n),
                                                "moving": moving, "engine": engine if mode == "exact" else "lp"}
     per_flip = budget / max(1, len(prop.flip))
-    from fairspec.backends.pba.certified import Evidence, certify_cases, verdict_proof
+    from fairspec.backends.pba.certified import Evidence, batch_spread, certify_cases, verdict_proof
 
     evidence = Evidence()
     for flip in prop.flip:
@@ -233,7 +233,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
         # every verdict rests on certify: each eligible case's neighbourhood on the runtime, compared exactly
         certify_cases(res, values_x=vals_x, values_p=vals_p, moving=moving, lo=lo_r[R], hi=hi_r[R], integer=integer,
                       cls=labels[R].astype(int), enc=enc, score=raw_score, decide=decide, evidence=evidence,
-                      rb_rows=first_case, recheck=trees is None)
+                      rb_rows=first_case, recheck=trees is None, spread=batch_spread(ctx.model(m.name)))
         grp = groups or _default_groups(fs, flip)
         gx, names = assign(grp, fs, vals_x, P)
         gp, _ = assign(grp, fs, vals_p, P)
