@@ -190,11 +190,13 @@ def _flipped_status(res, i, X, Xp, a, b, c, da, db, near) -> None:
     res.witness_flip[i] = (X[j:j + 1], Xp[j:j + 1])
 
 
-def batch_spread(model):
+def batch_spread(model, exact=None):
     """``near(X, a, b)`` for a runtime that rounds one point's score differently in other batches
     (:func:`fairspec.models.batching.rounds_by_batch`), else None: per offset, whether its scores ``a``
     (of x + d) and ``b`` (of x' + d), rows X, lie within the runtime's spread (twice its error bound where
-    that covers the model, else the assumed one) of each other or of the decision threshold."""
+    that covers the model, else the assumed one) of each other or of the decision threshold, and one of its
+    two points is not shown computed exactly in every order (``exact(X, scores)``: per row, given by the
+    caller, kinds/pba.py; dyadic weights at an exact tie stay decided)."""
     from fairspec.models.batching import ASSUMED_SPREAD, ASSUMED_SPREAD_OTHER, certified_spread, rounds_by_batch
 
     if not rounds_by_batch(model):
@@ -208,7 +210,11 @@ def batch_spread(model):
             top = float(np.nanmax(np.abs(np.concatenate([a, b])))) if a.size else 0.0
             rel = ASSUMED_SPREAD.get(str(getattr(model, "precision", "float32")), ASSUMED_SPREAD_OTHER)
             sp = 2.0 * rel * (1.0 + (top if np.isfinite(top) else 0.0))
-        return (np.abs(a - b) <= 2 * sp) | (np.abs(a - thr) <= sp) | (np.abs(b - thr) <= sp)
+        out = (np.abs(a - b) <= 2 * sp) | (np.abs(a - thr) <= sp) | (np.abs(b - thr) <= sp)
+        if exact is not None and out.any():
+            e = np.asarray(exact(X, np.concatenate([a, b])), dtype=bool)
+            out &= ~(e[:a.size] & e[a.size:])
+        return out
 
     return near
 
