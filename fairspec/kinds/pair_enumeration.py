@@ -655,7 +655,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
                 lo = float_down(Fraction(float(s[a][k])) - Fraction(float(s[b][k])))
         if spread > 0 and batch_dependent(model) and not every_point_exact(prop, model, X, s_points, a[[k]] % N,
                                                                             b[[k]] % N, runtime):
-            lo = lower_end(lo, spread, post, kind)      # the best pair's measure may be lower in another batch
+            lo = lower_end(lo, spread, post, kind, LOGISTIC_MARGIN)     # lower in another batch, too
         bound = (lo, hi) if mode == "maximize" else None
     elif count == 0:
         value = -math.inf if mode == "maximize" else None
