@@ -129,7 +129,7 @@ def test_a_tie_at_the_batch_maximum(tmp_path, dyadic):
     top = _torch_case(tmp_path, *W, eps="1000", mode="maximize")
     assert top["status"] == "holds" and top["details"]["engine"] == "enumeration"
     lo, hi = top["bound"]
-    eps = repr(float(lo))
+    eps = repr(float(top["value"]))     # the batch's largest difference (the lower end is below it)
     le = _torch_case(tmp_path, *W, eps=eps, op="<=")
     lt = _torch_case(tmp_path, *W, eps=eps, op="<")
     if dyadic:
@@ -186,7 +186,7 @@ def test_a_tie_on_a_column_of_a_three_output_network(tmp_path, dyadic, post):
     # logit columns of a dyadic network are exact in every order: the maximum is [v, v]; softmax
     # probabilities are not shown exact, nor is a float network: widened by the runtime's spread
     assert hi == lo if dyadic and post == "logit" else hi > lo
-    le, lt = run(repr(float(lo))), run(repr(float(lo)), "<")
+    le, lt = run(repr(float(top["value"]))), run(repr(float(top["value"])), "<")
     if dyadic and post == "prob":
         # prob of logits is the REAL softmax (session 33): [lo, hi] are its bounds' certain lower end and upper
         # end, so eps = lo is no tie any comparison decides (never holds); eps = hi holds
@@ -341,7 +341,7 @@ def test_a_tie_on_a_column_of_a_softmax_head(tmp_path):
     lo, hi = top["bound"]
     assert hi > lo
     for op in ("<=", "<"):
-        _fragile_tie(run(repr(float(lo)), op))
+        _fragile_tie(run(repr(float(top["value"])), op))
 
 
 @pytest.mark.parametrize("seed", [7, 8])
@@ -375,7 +375,7 @@ def test_partitions_at_a_tie_are_not_proved_by_one_batch(tmp_path, monkeypatch, 
         top = run("|logit(m(x)) - logit(m(x'))| <= 1000", "maximize", 0)
         assert top["details"]["engine"] == "enumeration", top
         monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")         # the solvers and the partitions
-        v = run(f"|logit(m(x)) - logit(m(x'))| <= {float(top['bound'][0])!r}", "find", 4)
+        v = run(f"|logit(m(x)) - logit(m(x'))| <= {float(top['value'])!r}", "find", 4)
         cov = v["details"]["coverage"]
         if dyadic:
             assert cov["proved"] == 4, v
@@ -462,7 +462,7 @@ def test_a_tie_on_a_scikit_learn_model_outside_the_error_model(tmp_path):
 
         top = run("1000", "maximize")
         assert top["status"] == "holds" and (top["details"].get("engine") == "enumeration" or not assumed), top
-        lo = float(top["bound"][0])
+        lo = float(top["value"])
         v = run(repr(lo))
         if assumed:
             _fragile_tie(v)

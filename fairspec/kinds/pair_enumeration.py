@@ -519,7 +519,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     for n, v in vgrid.items():
         values[n] = np.tile(v, T)
     X = encode(enc, values, N)
-    from fairspec.kinds.pair_fragile import batched_reason, reproduced_pair, rounding_details
+    from fairspec.kinds.pair_fragile import batched_reason, lower_end, reproduced_pair, rounding_details
     from fairspec.kinds.pair_runtime import library_logistic, library_probability, post_scores, runtime_measure
 
     s, score_kind = post_scores(prop, model, X)
@@ -653,6 +653,9 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
                 from fairspec.certify.rounding import float_down
 
                 lo = float_down(Fraction(float(s[a][k])) - Fraction(float(s[b][k])))
+        if spread > 0 and batch_dependent(model) and not every_point_exact(prop, model, X, s_points, a[[k]] % N,
+                                                                            b[[k]] % N, runtime):
+            lo = lower_end(lo, spread, post, kind, LOGISTIC_MARGIN)     # lower in another batch, too
         bound = (lo, hi) if mode == "maximize" else None
     elif count == 0:
         value = -math.inf if mode == "maximize" else None

@@ -86,3 +86,19 @@ def batched_reason(which: str, moved: dict) -> str:
     rounding = "an assumed bound of the runtime's rounding" if moved.get("assumed") else "the runtime's rounding"
     return (f"{which} within {rounding} of the threshold, and the runtime may round {moved['moved']:,} "
             f"of their points differently in another batch size or order: {BATCHED}")
+
+
+def lower_end(lo: float, spread: float, post: str, kind: str, margin: float) -> float:
+    """maximize's lower end on a runtime that rounds by batch (``spread``: how far apart two evaluations of
+    one point may be, :func:`fairspec.kinds.pair_enumeration.runtime_spread`): another batch size or order
+    may score every pair's points otherwise, and its maximum lie below this batch's by as much as a pair's
+    measure moves -- ``spread`` for a label's ``min(z, -z')``, twice it for a difference of two scores,
+    plus ``margin``, the library logistic's own rounding, for a ``prob`` of logits (pair_enumeration's
+    ``LOGISTIC_MARGIN``). Not
+    where the best pair's points are exact in every order (its measure, this batch's maximum, is every
+    batch's). A torch network of normal weights gave a maximum in batches of 1 below the whole domain's
+    (session 35)."""
+    import math
+
+    move = spread if post == "label" else 2.0 * spread + (margin if kind == "prob-of-logit" else 0.0)
+    return math.nextafter(lo - move, -math.inf) if math.isfinite(lo) else lo

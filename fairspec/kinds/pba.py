@@ -205,7 +205,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     verdict_parts, tables, details = [], {}, {"rows": int(rows.frame.n_rows), "selected": int(n),
                                                "moving": moving, "engine": engine if mode == "exact" else "lp"}
     per_flip = budget / max(1, len(prop.flip))
-    from fairspec.backends.pba.certified import Evidence, certify_cases, verdict_proof
+    from fairspec.backends.pba.certified import Evidence, batch_spread, certify_cases, verdict_proof
 
     evidence = Evidence()
     for flip in prop.flip:
@@ -233,7 +233,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
         # every verdict rests on certify: each eligible case's neighbourhood on the runtime, compared exactly
         certify_cases(res, values_x=vals_x, values_p=vals_p, moving=moving, lo=lo_r[R], hi=hi_r[R], integer=integer,
                       cls=labels[R].astype(int), enc=enc, score=raw_score, decide=decide, evidence=evidence,
-                      rb_rows=first_case, recheck=trees is None)
+                      rb_rows=first_case, recheck=trees is None, spread=batch_spread(ctx.model(m.name), _exact(ctx.model(m.name))))
         grp = groups or _default_groups(fs, flip)
         gx, names = assign(grp, fs, vals_x, P)
         gp, _ = assign(grp, fs, vals_p, P)
@@ -350,3 +350,21 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
                        reason=f"{what}; the share of verified points cannot be {op} {_spec_number(thr)}", **common)
     return unknown(prop, f"{what}; the share {op} {_spec_number(thr)} depends on the unknown points", value=float(share),
                    bound=bound, **common)
+
+
+def _exact(model):
+    """``exact(X, scores)``: per encoded row, does the runtime compute its score exactly in every batch size
+    and order, as ``scores`` (:func:`fairspec.kinds.pair_enumeration.points_exact`)? For PBA's batch check."""
+    from fairspec.kinds.pair_enumeration import points_exact, runtime_spread
+    from fairspec.models.batching import elementwise_sigmoid_head
+
+    kind = getattr(model, "score_kind", "logit")
+
+    def exact(X, scores):
+        X = np.asarray(X, dtype=np.float64)
+        runtime = runtime_spread(kind, None, model, X, kind)
+        if runtime[1] is None:
+            return np.zeros(len(X), dtype=bool)
+        return points_exact(runtime, X, np.arange(len(X)), scores, elementwise_sigmoid_head(model))
+
+    return exact

@@ -75,7 +75,7 @@ def _fine(a, b, c, da, db) -> np.ndarray:
 
 
 def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, integer, cls, enc, score,
-                  evidence: Evidence, decide=None, rb_rows=None, recheck: bool = False) -> None:
+                  evidence: Evidence, decide=None, rb_rows=None, recheck: bool = False, spread=None) -> None:
     """Decide the eligible cases of ``res`` (an :class:`~fairspec.backends.pba.core.Analysis`) by
     enumeration on the runtime (module docstring); updates ``res.observed`` / ``stage_obs`` /
     ``witness_obs`` / ``f_obs`` in place and records the proved cases' outputs in ``evidence``. The
@@ -89,7 +89,10 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
     ``decide``: X -> the runtime's 0/1 decisions, ``score`` then the runtime's score itself; without
     it ``score`` is ``g`` (class 1 iff ``g > 0``). With it, which cases are eligible (both centres
     decided as the true class) is re-decided on ``decide`` first (``res.eligible`` / ``pred_x`` /
-    ``pred_p``; a case that becomes eligible is ``unknown`` until enumerated)."""
+    ``pred_p``; a case that becomes eligible is ``unknown`` until enumerated). ``spread``
+    (:func:`batch_spread`, a runtime that rounds by batch): a case decided on an offset whose scores lie
+    within the runtime's rounding of each other or of the threshold is ``unknown`` (another batch size or
+    order may decide it otherwise), unless an offset clear of it refutes it."""
     from fairspec.runtime.encoding import encode
 
     P = len(res.observed)
@@ -114,7 +117,7 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
         res.eligible, res.pred_x, res.pred_p = now, dx.astype(int), dp.astype(int)
     rb_pos = {} if rb_rows is None else {int(r): k for k, r in enumerate(np.asarray(rb_rows).reshape(-1))}
     done: set = set()
-    flip_uncertified = 0
+    flip_uncertified = batched = 0
     for i in range(P):
         st = res.observed[i]
         if st == "excluded":
@@ -136,19 +139,31 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
         done.add(i)
         if recheck:
             _robust_status(res, i, rb_pos, da, db, int(cls[i]))
-            _flipped_status(res, i, X, Xp, a, b, c, da, db)
+        near = np.zeros(size, dtype=bool) if spread is None else spread(np.concatenate([X, Xp]), a, b)
+        if recheck:
+            _flipped_status(res, i, X, Xp, a, b, c, da, db, near)
         fine = _fine(a, b, c, da, db)
+        if near.any() if fine.all() else not (~fine & ~near).any():     # rests on one batch's rounding
+            res.observed[i], res.stage_obs[i] = "unknown", "runtime rounding"
+            res.witness_obs.pop(i, None)
+            batched += 1
+            continue
         if fine.all():
             res.observed[i], res.stage_obs[i] = "proved", "enumeration"
             evidence.add(a, b, c, da, db)
             res.witness_obs.pop(i, None)
             continue
-        j = int(np.flatnonzero(~fine)[0])
+        j = int(np.flatnonzero(~fine & ~near)[0])
         res.observed[i], res.stage_obs[i] = "refuted", "enumeration"
         res.witness_obs[i] = (X[j:j + 1], Xp[j:j + 1])
         res.f_obs[i] = sigma * (a[j] - b[j])
     rb_left = _robust_rest(res, done, rb_pos, cls, moving, integer, lo, hi, values_x, values_p, enc, score, decide,
                            evidence) if recheck else 0
+    if batched:
+        from fairspec.models.batching import BATCHED
+
+        res.notes.append(f"{batched} points are unknown: an offset's scores lie within the runtime's rounding of each "
+                         f"other or of the threshold, and {BATCHED} (another batch size or order may decide them)")
     if uncertified:
         res.notes.append(f"{uncertified} points proved by the solver could not be certified (neighbourhood beyond "
                          f"{MAX_EVALUATIONS:,} runtime evaluations, or a continuous feature moves) and are unknown")
@@ -157,17 +172,51 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
                          "decision g > 0, not the model's own rule) could not be checked on the runtime and are unknown")
 
 
-def _flipped_status(res, i, X, Xp, a, b, c, da, db) -> None:
+def _flipped_status(res, i, X, Xp, a, b, c, da, db, near) -> None:
     """The flipped setting (x' more confident than x) of case i on its enumerated offsets, on the runtime's
-    scores and decisions: proved, or refuted at the first offset that breaks it (an exact runtime witness)."""
+    scores and decisions: proved, or refuted at the first offset that breaks it (an exact runtime witness);
+    unknown where that rests on an offset ``near`` the runtime's rounding (:func:`certify_cases`)."""
     back = _fine(b, a, c, db, da)
+    if near.any() if back.all() else not (~back & ~near).any():
+        res.flipped[i], res.stage_flip[i] = "unknown", "runtime rounding"
+        res.witness_flip.pop(i, None)
+        return
     if back.all():
         res.flipped[i], res.stage_flip[i] = "proved", "enumeration"
         res.witness_flip.pop(i, None)
         return
-    j = int(np.flatnonzero(~back)[0])
+    j = int(np.flatnonzero(~back & ~near)[0])
     res.flipped[i], res.stage_flip[i] = "refuted", "enumeration"
     res.witness_flip[i] = (X[j:j + 1], Xp[j:j + 1])
+
+
+def batch_spread(model, exact=None):
+    """``near(X, a, b)`` for a runtime that rounds one point's score differently in other batches
+    (:func:`fairspec.models.batching.rounds_by_batch`), else None: per offset, whether its scores ``a``
+    (of x + d) and ``b`` (of x' + d), rows X, lie within the runtime's spread (twice its error bound where
+    that covers the model, else the assumed one) of each other or of the decision threshold, and one of its
+    two points is not shown computed exactly in every order (``exact(X, scores)``: per row, given by the
+    caller, kinds/pba.py; dyadic weights at an exact tie stay decided)."""
+    from fairspec.models.batching import ASSUMED_SPREAD, ASSUMED_SPREAD_OTHER, certified_spread, rounds_by_batch
+
+    if not rounds_by_batch(model):
+        return None
+    thr = float(getattr(model, "threshold", 0.0) or 0.0)
+
+    def near(X, a, b):
+        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        sp = certified_spread(model, X)
+        if sp is None:
+            top = float(np.nanmax(np.abs(np.concatenate([a, b])))) if a.size else 0.0
+            rel = ASSUMED_SPREAD.get(str(getattr(model, "precision", "float32")), ASSUMED_SPREAD_OTHER)
+            sp = 2.0 * rel * (1.0 + (top if np.isfinite(top) else 0.0))
+        out = (np.abs(a - b) <= 2 * sp) | (np.abs(a - thr) <= sp) | (np.abs(b - thr) <= sp)
+        if exact is not None and out.any():
+            e = np.asarray(exact(X, np.concatenate([a, b])), dtype=bool)
+            out &= ~(e[:a.size] & e[a.size:])
+        return out
+
+    return near
 
 
 def _offsets(i, moving, integer, lo, hi):
