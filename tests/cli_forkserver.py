@@ -15,8 +15,9 @@ torch, skops or onnxruntime: fairspec reads ``"torch" in sys.modules``), and the
 from the environment when a module is imported come from the server's start, and so do what Python
 reads when it starts (PYTHONIOENCODING, PYTHONPATH, PYTHONHASHSEED: every child has the server's hash
 seed, the locale). A command line whose environment sets one of ``IMPORT_TIME_ENV``, or gives a
-start-up variable a value the server did not start with, gets a fresh process instead (``run``), and
-so does every command line when ``FAIRSPEC_TEST_FRESH_PROCESS=1``. tests/test_cli_forkserver.py checks the two ways agree
+start-up variable a value no live server of the worker started with, gets a fresh process instead
+(``run``), and so does every command line when ``FAIRSPEC_TEST_FRESH_PROCESS=1``. A worker keeps a server
+per set of start-up values its own environment had (``KEEP`` at most). tests/test_cli_forkserver.py checks the two ways agree
 (exit code, stdout, stderr) on lint, check, errors, a torch model and a language server session.
 
 Three ways in:
@@ -293,7 +294,13 @@ class ForkServer:
         return subprocess.CompletedProcess(["fairspec", *args], status, out[0], out[1])
 
 
-_SERVER: list[ForkServer] = []
+# the worker's servers by the start-up variables they started with, the last used last: a test that sets
+# PYTHONIOENCODING for itself (test_hostile_output, test_cli_forkserver) or a module that prepends to
+# PYTHONPATH (test_executor, test_dask_budget when the repository is not on it) starts one for its values, and
+# the tests after it that have the old values again go back to the old server (each restart was a server's
+# imports again, ~1.8 CPU s: ~4 a run) (session 35)
+_SERVERS: dict[tuple, ForkServer] = {}
+KEEP = 3  # servers kept per worker (~150 MB each): the least recently used one beyond is ended
 
 
 def _read_at_start(env: dict) -> dict:
@@ -302,35 +309,54 @@ def _read_at_start(env: dict) -> dict:
             if k.startswith(("PYTHON", "LC_")) or k == "LANG" or k.endswith("_NUM_THREADS")}
 
 
+def _key(env: dict) -> tuple:
+    return tuple(sorted(_read_at_start(env).items()))
+
+
+def _cached(env: dict) -> ForkServer | None:
+    """The live server started with ``env``'s start-up values, made the last used; None when there is none."""
+    server = _SERVERS.pop(_key(env), None)
+    if server is not None and not server.alive():
+        server.close()
+        server = None
+    if server is not None:
+        _SERVERS[_key(server.env)] = server
+    return server
+
+
 def _server() -> ForkServer | None:
-    """The worker's server, started again when this process's own start-up variables changed since it
-    started (test_executor and test_dask_budget prepend the repository to PYTHONPATH for the rest of the
-    worker's life: every later command line went to a fresh process, in CI the rest of the suite)."""
+    """The worker's server for this process's own start-up variables, started when none has them yet
+    (test_executor and test_dask_budget prepend the repository to PYTHONPATH for the rest of the worker's
+    life: every later command line went to a fresh process, in CI the rest of the suite)."""
     if os.environ.get(FRESH_ENV) == "1" or not hasattr(os, "fork") or not sys.platform.startswith("linux"):
         return None
-    if _SERVER and (not _SERVER[0].alive() or _read_at_start(os.environ) != _read_at_start(_SERVER[0].env)):
-        _SERVER.pop().close()
-    if not _SERVER:
-        _SERVER.append(ForkServer())
-    return _SERVER[0]
+    server = _cached(os.environ)
+    if server is None:
+        server = _SERVERS[_key(os.environ)] = ForkServer()
+        while len(_SERVERS) > KEEP:
+            _SERVERS.pop(next(iter(_SERVERS))).close()
+    return server
 
 
 def run(args: list[str], cwd: str, env: dict, timeout: float, **streams) -> subprocess.CompletedProcess | None:
-    """`fairspec ARGS` forked from the warm server, or None when this command line needs a fresh process:
+    """`fairspec ARGS` forked from a warm server, or None when this command line needs a fresh process:
     it sets a variable fairspec reads at import, or one Python reads at start (PYTHONIOENCODING,
-    PYTHONPATH, PYTHONHASHSEED, the locale, ...) to a value the server did not start with.
+    PYTHONPATH, PYTHONHASHSEED, the locale, ...) to a value no live server started with (a server is
+    started only for this process's own values).
     ``streams``: ``stdin`` / ``stdout`` / ``stderr`` descriptors and ``text``, as :meth:`ForkServer.run` takes them."""
-    server = None if any(k in env for k in IMPORT_TIME_ENV) else _server()
-    if server is None or _read_at_start(env) != _read_at_start(server.env):
+    if any(k in env for k in IMPORT_TIME_ENV) or _server() is None:
+        return None
+    server = _cached(env)
+    if server is None:
         return None
     return server.run(args, cwd, env, timeout, **streams)
 
 
 def command(*args: str) -> list[str] | None:
-    """An argv that runs `fairspec ARGS` forked from the warm server (through the relay), or None (as
-    ``run``: the test's environment, which its process gets, has other start-up values than the server's)."""
+    """An argv that runs `fairspec ARGS` forked from the warm server (through the relay), or None (no
+    server: ``FAIRSPEC_TEST_FRESH_PROCESS=1``, or not Linux)."""
     server = _server()
-    if server is None or _read_at_start(os.environ) != _read_at_start(server.env):
+    if server is None:
         return None
     return [sys.executable, os.path.abspath(__file__), "--run", server.address, *args]
 
@@ -341,9 +367,10 @@ def python_c(program: str, *args: str) -> list[str]:
     GATED, test_lsp_walk's UNDEBOUNCED), or that fresh `python -c` itself when ``command`` would say
     None. The program sees the warm modules imported already: it must patch what fairspec reads at call
     time (a module attribute), never rely on being first to import a module."""
-    if command() is None:
+    server = _server()
+    if server is None:
         return [sys.executable, "-c", program, *args]
-    return [sys.executable, os.path.abspath(__file__), "--python", _server().address, program, *args]
+    return [sys.executable, os.path.abspath(__file__), "--python", server.address, program, *args]
 
 
 # ---------------------------------------------------------------------------------------------- relay

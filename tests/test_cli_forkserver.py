@@ -121,12 +121,17 @@ def test_a_start_up_variable_the_server_did_not_start_with_gets_a_fresh_process(
     spec = tmp_path / "\u00e9.fair"
     spec.write_text((REPO / "tests" / "fixtures" / "errors" / "bad_duration.fair").read_text())
     env = {"PYTHONIOENCODING": "ascii:backslashreplace"}
+    first = cli_forkserver._server()
     assert cli_forkserver.run(["lint", spec.name], str(tmp_path), dict(os.environ, **env), 60) is None
     with pytest.MonkeyPatch.context() as mp:    # a language server the test starts: its environment is the test's
         mp.setenv("PYTHONIOENCODING", env["PYTHONIOENCODING"])
-        assert cli_forkserver.command("lsp") is not None     # the server starts again with the test's value
+        assert cli_forkserver.command("lsp") is not None     # a server starts with the test's value
         assert cli_forkserver._server().env["PYTHONIOENCODING"] == env["PYTHONIOENCODING"]
+    # both are kept: the first serves the test's own values again (no restart), and the command line whose
+    # values the second started with goes to it (a fresh process's argv starts with the executable's path)
+    assert cli_forkserver._server() is first and first.alive()
     forked = run_cli("lint", spec.name, cwd=tmp_path, env=env)
+    assert forked.args[0] == "fairspec"
     assert "\\xe9.fair" in forked.stdout + forked.stderr, forked.stdout + forked.stderr
     _same(forked, _fresh("lint", spec.name, cwd=tmp_path, env=env))
 

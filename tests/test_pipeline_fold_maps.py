@@ -53,7 +53,10 @@ def _pipe(ct):
         return Pipeline([("pre", ct), ("clf", LogisticRegression())]).fit(fr, y)
 
 
-def _encoding(tmp_path, pipe):
+def _encoding(tmp_path, pipe, with_features=False):
+    """fairspec's encoding of model m (the pipeline, dumped to m.skops) in a one-property spec s.fair;
+    ``with_features``: and the spec's feature set of it, for ``SklearnModel.bind_encoding`` (from the same
+    check: a second check_file of the spec was ~40 % of a bit-for-bit test's CPU)."""
     from fairspec.models.sklearn_model import import_skops_io
     from fairspec.sema.check import check_file
 
@@ -65,7 +68,8 @@ def _encoding(tmp_path, pipe):
         "  ensure label(m(x)) == label(m(x'))\n}\n")
     res = check_file(tmp_path / "s.fair")
     assert not [d for d in res.diagnostics if d.is_error], res.diagnostics
-    return res.spec.encoding_for("m")
+    enc = res.spec.encoding_for("m")
+    return (enc, res.spec.feature_set(enc.features)) if with_features else enc
 
 
 def _assert_exact(tmp_path, pipe):
@@ -155,7 +159,6 @@ def test_a_weighted_one_hot_block_folds_into_a_widened_linear_model_or_mlp_bit_f
     from fairspec.models.network_sklearn import from_sklearn
     from fairspec.models.sklearn_model import SklearnModel
     from fairspec.runtime.encoding import encode
-    from fairspec.sema.check import check_file
 
     est = LogisticRegression() if final == "logistic" else MLPClassifier((5,), max_iter=50, random_state=0)
     fr = _fit_frame()
@@ -165,7 +168,7 @@ def test_a_weighted_one_hot_block_folds_into_a_widened_linear_model_or_mlp_bit_f
         pipe = Pipeline([("pre", WEIGHTED_ONEHOT(drop)), ("clf", est)]).fit(fr, y)
     folded = fold(pipe)
     assert folded.unfoldable == () and folded.scale is not None
-    enc = _encoding(tmp_path, pipe)
+    enc, features = _encoding(tmp_path, pipe, with_features=True)
     dom = _domain()
     X = encode(enc, {"g": np.array([CATS.index(v) for v in dom.g]), "n": dom.n.to_numpy(), "k": dom.k.to_numpy()},
                len(dom))
@@ -177,7 +180,7 @@ def test_a_weighted_one_hot_block_folds_into_a_widened_linear_model_or_mlp_bit_f
         # the columns the pipeline's estimator reads, 0 / 1 times w: the pipeline's 0 / w
         assert np.array_equal(X[:, list(folded.keep)] * np.asarray(folded.scale), theirs)
         m = SklearnModel(tmp_path / "m.skops")
-        m.bind_encoding(enc, check_file(tmp_path / "s.fair").spec.feature_set(enc.features))
+        m.bind_encoding(enc, features)
         assert np.array_equal(m.score(X), pipe.predict_proba(dom)[:, 1])
         if drop is not None:         # a dropped column laid out changes the sums' layout (as for drop alone)
             assert np.allclose(folded.final.decision_function(X), pipe.decision_function(dom), rtol=1e-12)
@@ -334,19 +337,18 @@ def test_a_one_hot_encoder_grouping_infrequent_categories_folds_bit_for_bit(tmp_
 
     from fairspec.models.sklearn_model import SklearnModel
     from fairspec.runtime.encoding import encode
-    from fairspec.sema.check import check_file
 
     pipe = _grouped_pipe(GROUPED[name], final, weight)
     folded = fold(pipe)
     assert folded.unfoldable == ()
-    enc = _encoding(tmp_path, pipe)
+    enc, features = _encoding(tmp_path, pipe, with_features=True)
     dom = _domain()
     X = encode(enc, {"g": np.array([CATS.index(v) for v in dom.g]), "n": dom.n.to_numpy(), "k": dom.k.to_numpy()},
                len(dom))
     (g,) = [c for c in enc.columns if c.feature == "g"]
     assert g.kind == "onehot" and g.width == len(CATS)
     m = SklearnModel(tmp_path / "m.skops")
-    m.bind_encoding(enc, check_file(tmp_path / "s.fair").spec.feature_set(enc.features))
+    m.bind_encoding(enc, features)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est, Xr = m._runtime(X)
@@ -435,13 +437,11 @@ def test_an_imputer_of_a_number_no_domain_point_holds_folds_as_the_identity_bit_
     from fairspec.models.sklearn_model import SklearnModel
     from fairspec.models.sklearn_pipeline import settle
     from fairspec.runtime.encoding import encode
-    from fairspec.sema.check import check_file
 
     pipe = _pipe(IMPUTERS[name]())
     assert fold(pipe).unfoldable and fold(pipe).unfoldable[0].startswith("SimpleImputer")   # until the domain is known
-    enc = _encoding(tmp_path, pipe)
-    spec = check_file(tmp_path / "s.fair").spec
-    assert settle(fold(pipe), spec.feature_set(enc.features)).unfoldable == ()
+    enc, features = _encoding(tmp_path, pipe, with_features=True)
+    assert settle(fold(pipe), features).unfoldable == ()
     dom = _domain()
     X = encode(enc, {"g": np.array([CATS.index(v) for v in dom.g]), "n": dom.n.to_numpy(), "k": dom.k.to_numpy()},
                len(dom))
@@ -450,7 +450,7 @@ def test_an_imputer_of_a_number_no_domain_point_holds_folds_as_the_identity_bit_
         theirs = np.asarray(pipe[:-1].transform(dom), dtype=np.float64)
         assert np.array_equal(X.view(np.int64), theirs.view(np.int64))
         m = SklearnModel(tmp_path / "m.skops")
-        m.bind_encoding(enc, spec.feature_set(enc.features))
+        m.bind_encoding(enc, features)
         assert not m.unfolded
         # the pipeline's own scores bit for bit, in the layout its ColumnTransformer hands over (column-major for
         # this passthrough: models/pipeline_layout)

@@ -43,19 +43,18 @@ FINALS = {"logistic": (lambda: LogisticRegression(C=7.3), "predict_proba"),
 def _model(tmp_path, ct, final):
     from fairspec.models.sklearn_model import SklearnModel
     from fairspec.runtime.encoding import encode
-    from fairspec.sema.check import check_file
 
     fr = _fit_frame()
     y = (np.arange(len(fr)) * 7 % 5 < 2).astype(int)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         pipe = Pipeline([("pre", ct), ("clf", final)]).fit(fr, y)
-    enc = _encoding(tmp_path, pipe)
+    enc, features = _encoding(tmp_path, pipe, with_features=True)
     dom = _domain()
     X = encode(enc, {"g": np.array([CATS.index(v) for v in dom.g]), "n": dom.n.to_numpy(), "k": dom.k.to_numpy()},
                len(dom))
     m = SklearnModel(tmp_path / "m.skops", output="decision_function" if isinstance(final, LinearSVC) else None)
-    m.bind_encoding(enc, check_file(tmp_path / "s.fair").spec.feature_set(enc.features))
+    m.bind_encoding(enc, features)
     return pipe, m, X, dom
 
 
