@@ -3,7 +3,6 @@ compared with a brute force of the README's definition on the library's own runt
 
 from __future__ import annotations
 
-import itertools
 
 import numpy as np
 

@@ -25,7 +25,9 @@ position, real or scaled values, one-hot columns).
 from __future__ import annotations
 
 from fairspec import ir
-from fairspec.models.input_names import _show, match, slot_names  # noqa: F401 - match and slot_names: this module's API
+from fairspec.models.input_names import _show, match, slot_names
+
+__all__ = ["match", "slot_names"]  # (their home is models/input_names; sema's callers import them here)
 from fairspec.syntax import literals
 
 
