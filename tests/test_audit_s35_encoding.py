@@ -344,3 +344,40 @@ property q { statistical_parity(m, groups g) <= 0.6 }
 """)
     doc = api.check(str(tmp_path / "s.fair")).to_dict()
     assert not [p for p in doc["properties"] if p.get("status") in ("holds", "violated")], doc["properties"]
+
+
+def test_a_loose_name_that_spells_two_encoded_columns_is_refused(tmp_path):
+    """Review r2: model names ['sex_ Male', 'sexMale', 'sex_ Female'] and features `sex {Male, Female}` (onehot) and
+    `sex_Male` (raw): 'sex_ Male' is, without spaces and case, a spelling of both sex=Male and the feature sex_Male.
+    The loose match bound it to sex_Male and gave holds (proved) where the get_dummies reading (the model reads
+    'sex_ Male' only) violates; now FS420 (the test failed before: holds)."""
+    import warnings
+
+    import pandas as pd
+    sio = pytest.importorskip("skops.io")
+    from sklearn.linear_model import LogisticRegression
+
+    from fairspec import api
+
+    names = ["sex_ Male", "sexMale", "sex_ Female"]
+    X = pd.DataFrame({n: np.r_[np.zeros(5), np.ones(5)] for n in names})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = LogisticRegression().fit(X, np.arange(10) % 2)
+    m.coef_, m.intercept_ = np.array([[1.0, 0.0, 0.0]]), np.array([-0.5])
+    sio.dump(m, str(tmp_path / "m.skops"))
+    (tmp_path / "s.fair").write_text("""features F {
+  sex : {Male, Female} protected
+  sex_Male : int in [0, 1]
+}
+model m = sklearn("m.skops")
+encode F for m { sex : onehot  sex_Male : raw }
+property p {
+  forall x, x' : F
+  require x.* == x'.* except {sex}
+  ensure label(m(x)) == label(m(x'))
+}
+""")
+    rep = api.check(tmp_path / "s.fair")
+    assert not [p for p in rep.to_dict()["properties"] if p["status"] == "holds"]
+    assert any(d.code == "FS420" and "sex_ Male" in d.message for d in rep.diagnostics), rep.diagnostics

@@ -108,6 +108,24 @@ def match(enc: ir.Encoding, fs: ir.FeatureSet, model: str, names: tuple[str, ...
                           f"{literals.category_set(cat for _, cat in sorted(zip(slots, c.categories)))}")
             return None
     if cased:
+        # a loose spelling must name one encoded column: 'sex_ Male' is loosely both category Male of a one-hot 'sex'
+        # ('sex_Male') and a feature 'sex_Male' -- picking one is a proof about the other reading
+        owners: dict[str, set] = {}
+        for col in enc.columns:
+            f = fs.get(col.feature)
+            for b in [b for b in dict.fromkeys((f.column if f is not None else None, col.feature)) if b]:
+                for k, cands in enumerate(slot_names(col, f, b)):
+                    for n in cands:
+                        owners.setdefault(loose(n), set()).add((col.feature, k))
+        for n in names:
+            if len(owners.get(loose(n), ())) > 1:
+                said = sorted({feat for feat, _ in owners[loose(n)]})
+                sink.add("FS420", f"model '{model}' records the input '{n}', which differs only in case or spaces "
+                                  f"from the names of more than one encoded column (of {_show(said)}), so which one "
+                                  f"it is cannot be told", enc.columns[0].span if enc.columns else span,
+                         hint="name the features (or their data columns) exactly as the model's inputs: "
+                              + _show(names, 12))
+                return None
         c, i = cased[0]
         sink.add("FS421", f"model '{model}' records the input '{names[i]}' for '{c.feature}' (names differing in "
                           f"case or spaces{', and ' + str(len(cased) - 1) + ' more' if len(cased) > 1 else ''}); the "
