@@ -120,24 +120,33 @@ class _ColumnContext:
         return self._view if name == self._name else self._ctx.model(name)
 
 
-def run_logit_column(prop: ir.IndividualFairness, ctx, progress, backend: str, t0: float, kind) -> Verdict | None:
-    """The verdict of ``logit(m(x), c)`` (one class c) of a network of logit outputs on the binary ``logit``
-    path, or None when the model is not one this reduction reads (another format, a final softmax /
-    sigmoid, ``forall c``): the caller then says why it is undecided."""
+def _logit_network(ctx, prop):
+    """``(model, its folded network)`` of a network model whose outputs are logits (final none), or None where this
+    reduction does not read it (another format; an ONNX graph with one input per column is evaluated, never read
+    as a network; a network it cannot read; a final softmax / sigmoid)."""
     from fairspec.models.network import UnsupportedModel
 
-    c = prop.cls
-    if not isinstance(c, int) or isinstance(c, bool):
-        return None
     model = ctx.model(prop.model)
     if getattr(model, "format", "") not in ("onnx", "torch") or getattr(model, "multi", False):
-        return None           # (an ONNX graph with one input per column is evaluated, never read as a network)
+        return None
     try:
         raw = model.folded_network()
     except UnsupportedModel:
         return None
-    if raw.final != "none":
+    return None if raw.final != "none" else (model, raw)
+
+
+def run_logit_column(prop: ir.IndividualFairness, ctx, progress, backend: str, t0: float, kind) -> Verdict | None:
+    """The verdict of ``logit(m(x), c)`` (one class c) of a network of logit outputs on the binary ``logit``
+    path, or None when the model is not one this reduction reads (another format, a final softmax /
+    sigmoid, ``forall c``): the caller then says why it is undecided."""
+    c = prop.cls
+    if not isinstance(c, int) or isinstance(c, bool):
         return None
+    got = _logit_network(ctx, prop)
+    if got is None:
+        return None
+    model, raw = got
     K = raw.layers[-1].n_out
     if K == 1:
         if c not in (0, 1):
@@ -217,17 +226,10 @@ def run_logit_columns(prop: ir.IndividualFairness, ctx, progress, backend: str, 
 
     if prop.cls != ir.EVERY_CLASS:
         return None
-    model = ctx.model(prop.model)
-    if getattr(model, "format", "") not in ("onnx", "torch") or getattr(model, "multi", False):
+    got = _logit_network(ctx, prop)
+    if got is None:
         return None
-    from fairspec.models.network import UnsupportedModel
-
-    try:
-        raw = model.folded_network()
-    except UnsupportedModel:
-        return None
-    if raw.final != "none":
-        return None
+    model, raw = got
     K = raw.layers[-1].n_out
     if K == 1:
         v = run_logit_column(replace(prop, cls=1), ctx, progress, backend, t0, kind)

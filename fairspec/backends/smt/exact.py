@@ -91,6 +91,7 @@ class Runtime:
 def emulated_replay(rt: Runtime):
     """The runtime's score in numpy: the encoding in float64, the layers in the runtime's
     precision, the readout as fairspec reads it. A search aid only (never evidence)."""
+    from fairspec.certify.exact_runtime import encoded_inputs
     from fairspec.certify.network import as_layers
     from fairspec.models.network import sigmoid
 
@@ -98,15 +99,7 @@ def emulated_replay(rt: Runtime):
     dt = np.float32 if rt.precision in ("float32", "float16") else np.float64     # float16: as onnxruntime
 
     def run(V):
-        X = np.asarray(V, dtype=np.float64).copy()
-        for i, e in enumerate(rt.encoding or ()):
-            if e.kind in ("scaled", "codes"):
-                X[:, i] = X[:, i] * e.a + e.b
-            elif e.kind == "minmax":
-                X[:, i] = (X[:, i] - e.a) / ((e.b - e.a) or 1.0)
-            elif e.kind == "standard":
-                X[:, i] = (X[:, i] - e.a) / (e.b or 1.0)
-        H = X.astype(dt)
+        H = encoded_inputs(rt.encoding, V).astype(dt)
         for W, b, relu in layers:
             H = H @ W.T.astype(dt) + b.astype(dt)
             if relu:
