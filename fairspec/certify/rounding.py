@@ -27,7 +27,7 @@ import numpy as np
 __all__ = [
     "U64", "U32", "ETA64", "ETA32", "fraction", "gamma", "up", "down", "float_up", "float_down",
     "sum_with_error", "dot_with_error", "matmul_with_error", "mul_up", "add_up", "sub_down",
-    "interval_matmul", "sigmoid_down", "sigmoid_up",
+    "interval_matmul", "sigmoid_down", "sigmoid_up", "reorder_error",
 ]
 
 U64 = 2.0 ** -53          # unit roundoff of float64 (round to nearest)
@@ -230,3 +230,14 @@ def sigmoid_up(c: float) -> float:
         e = math.exp(c)
         s = e / (1.0 + e)
     return min(1.0, s * (1.0 + 2.0 ** -40) + 2.0 ** -1000)
+
+
+def reorder_error(n: int, T: Fraction) -> Fraction:
+    """A bound (a Fraction) on how far the float64 mean of ``n`` terms, added one after another in ANY order then
+    divided once by ``n``, is from the same mean in any other order, the terms' magnitudes summing to at most ``T``:
+    each order's sum is within gamma(n) T of the exact sum (Higham, Sec. 3.1) and the division rounds once (u, or
+    eta below the normal range), so two orders differ by at most 2 (gamma(n) T + u (1 + gamma(n)) T) / n + 2 eta
+    (a scikit-learn forest with n_jobs != 1 adds its trees in thread-finish order: kinds/forest_margin)."""
+    g, u = fraction(gamma(n, U64)), fraction(U64)
+    return 2 * (g * T + u * (1 + g) * T) / n + 2 * fraction(ETA64)
+

@@ -8,7 +8,8 @@ Against the trees' own order ``v(x)`` (what ``n_jobs = 1`` computes, bit for bit
 
 (n trees, T the sum over trees of their largest |leaf value|, u = 2**-53, eta the smallest subnormal: a sum of n
 terms in any order is within gamma(n) sum |terms| of the exact sum, Higham Sec. 3.1; the division by n rounds
-once; both r and v are such sums). So for ``|out(x) - out(x')| <= eps`` (or ``< eps``), ``out`` one of the
+once; both r and v are such sums: :func:`fairspec.certify.rounding.reorder_error`, the bound's arithmetic in
+certify; this module reads T off the trees). So for ``|out(x) - out(x')| <= eps`` (or ``< eps``), ``out`` one of the
 forest's outputs (``prob``, ``prob(m(x), c)``, ``value``):
 
 - proved on ``v`` with eps - 2E: every pair, every two orders, is within eps: ``holds (proved)``;
@@ -28,28 +29,8 @@ POSTS = ("prob", "class_prob", "value")
 LABELS = ("label", "class")
 
 
-def reorder_bound(forest):
-    """E (a Fraction) above: how far any order's output is from the trees' order's."""
-    from fractions import Fraction
-
-    import numpy as np
-
-    from fairspec.certify.rounding import ETA64, U64, fraction, gamma
-    from fairspec.models.forest_threads import _leaf_terms
-
-    n = len(forest.estimators_)
-    T = Fraction(0)
-    for m in forest.estimators_:
-        v = _leaf_terms(m)
-        if v.size:
-            T += fraction(float(np.max(np.abs(v))))
-    g = fraction(gamma(n, U64))
-    u = fraction(U64)
-    return 2 * (g * T + u * (1 + g) * T) / n + 2 * fraction(ETA64)
-
-
-def _largest(forest):
-    """T / n (a Fraction): the largest |output| the trees' exact mean can take."""
+def _leaf_total(forest):
+    """T (a Fraction): the sum over the forest's trees of their largest |leaf value|."""
     from fractions import Fraction
 
     import numpy as np
@@ -62,7 +43,19 @@ def _largest(forest):
         v = _leaf_terms(m)
         if v.size:
             T += fraction(float(np.max(np.abs(v))))
-    return T / len(forest.estimators_)
+    return T
+
+
+def reorder_bound(forest):
+    """E (a Fraction) above: how far any order's output is from the trees' order's (certify.rounding.reorder_error)."""
+    from fairspec.certify.rounding import reorder_error
+
+    return reorder_error(len(forest.estimators_), _leaf_total(forest))
+
+
+def _largest(forest):
+    """T / n (a Fraction): the largest |output| the trees' exact mean can take."""
+    return _leaf_total(forest) / len(forest.estimators_)
 
 
 def _forests(model) -> list:
