@@ -1,0 +1,127 @@
+"""Session 36 audit (h2): the encode block's fitted scaling and the reading of thresholds and class names,
+compared with brute force on the model's own runtime (scikit-learn's StandardScaler, predict_proba)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("skops")
+pd = pytest.importorskip("pandas")
+
+ULP = float(np.spacing(1e8))          # 2^-26: the spacing of floats at 1e8
+
+NEAR_SPEC = """data d = csv("t.csv", label = y == 1)
+features F from d {{
+  r : real in [100000000, 100000000.000001]
+  g : {{A, B}} protected
+}}
+model m = sklearn("m.skops")
+encode F for m {{ r : standard  g : code {{A = 0, B = 1}} }}  # fairspec: ignore[FS427]
+property sp {{ statistical_parity(m, groups g) <= 0.1 }}
+property fair {{
+  forall x, x' : F
+  require x.* == x'.* except {{g}}
+  ensure label(m(x)) == label(m(x'))
+}}
+"""
+
+
+def _near_constant(tmp_path):
+    """A column 1e8 + k ulp (k in {0, 1}, more often 1 in group B) and a logistic regression reading
+    label = r_enc + 0.3 [g = B] - 0.5 > 0; StandardScaler calls the column constant (its variance 2e-17 is
+    below n eps var + (n mean eps)^2) and scales it by 1, so r_enc is below 1e-6 on the whole domain."""
+    import warnings
+
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+
+    n = 400
+    rng = np.random.default_rng(0)
+    g = rng.choice(["A", "B"], n)
+    k = (rng.random(n) < np.where(g == "B", 0.6, 0.1)).astype(int)
+    r = 1e8 + k * ULP
+    X = np.c_[r - 1e8, g == "B"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = LogisticRegression().fit(X, k)
+    m.coef_, m.intercept_ = np.array([[1.0, 0.3]]), np.array([-0.5])
+    sio.dump(m, tmp_path / "m.skops")
+    pd.DataFrame({"r": [repr(float(x)) for x in r], "g": g, "y": k}).to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.fair").write_text(NEAR_SPEC.format())
+    return m, r, g
+
+
+def test_standard_near_constant_column_is_scaled_as_standardscaler_does(tmp_path):
+    """The encoding fitted on the column feeds the model what StandardScaler().fit_transform does: scale 1
+    (numpy's std, 2e-8, fed inputs of -0.7 and 1.4 where StandardScaler's are 0 and 1.5e-8). Failed before
+    the fix (std 2.2e-8)."""
+    from sklearn.preprocessing import StandardScaler
+
+    from fairspec.runtime import encoding as enc_mod
+
+    _m, r, g = _near_constant(tmp_path)
+    sk = StandardScaler().fit(r[:, None])
+    assert sk.scale_[0] == 1.0
+    from fairspec import ir
+
+    col = ir.ColumnEncoding("r", "standard", 0, 1, fitted=True)
+    enc = enc_mod.fit(ir.Encoding("F", "m", (col,), 1), {"r": r})
+    (c,) = enc.columns
+    assert (c.mean, c.std) == (sk.mean_[0], 1.0), (c.mean, c.std)
+    ours = enc_mod.encode(enc, {"r": r}, r.size)[:, 0]
+    assert np.array_equal(ours, sk.transform(r[:, None])[:, 0])
+
+
+@pytest.mark.parametrize("batch", [None, 64, 7])
+def test_standard_near_constant_column_same_verdict_in_memory_and_streamed(tmp_path, monkeypatch, batch):
+    """The same spec on the same rows, in memory and streamed in batches of 64 and 7: every verdict is the
+    one brute force gives on the model fed StandardScaler's inputs -- parity 0 (every row's label is 0: the
+    input r_enc is below 1e-6) and individual fairness holds (0.3 [g = B] - 0.5 + r_enc < 0 everywhere).
+    Before the fix, numpy's std 2.2e-8 (batches of 7: 1.9e-8) fed inputs of -0.7 .. 1.4: parity 0.5 and
+    individual fairness violated, in memory and streamed. Failed before the fix."""
+    from sklearn.preprocessing import StandardScaler
+
+    from fairspec import api
+    from fairspec.runtime import columnar
+
+    m, r, g = _near_constant(tmp_path)
+    Z = StandardScaler().fit_transform(r[:, None])[:, 0]
+    pred = m.predict(np.c_[Z, g == "B"])
+    truth = abs(pred[g == "A"].mean() - pred[g == "B"].mean())
+    assert truth == 0.0
+    dom = 1e8 + np.linspace(0, 1e-6, 41)          # the domain's values, each scaled by 1 (brute force)
+    for gb in (0.0, 1.0):
+        assert not m.predict(np.c_[dom - StandardScaler().fit(r[:, None]).mean_[0], np.full(41, gb)]).any()
+    if batch is not None:
+        monkeypatch.setattr(columnar, "STREAM_ROWS", 0)
+        monkeypatch.setattr(columnar, "BATCH_ROWS", batch)
+    rep = api.check(str(tmp_path / "s.fair"))
+    assert not [d for d in rep.diagnostics if d.severity == "error"], rep.diagnostics
+    got = {p["name"]: p for p in rep.to_dict()["properties"]}
+    assert got["sp"]["status"] == "holds" and got["sp"]["value"] == pytest.approx(truth, abs=1e-12), got["sp"]
+    assert got["fair"]["status"] == "holds", got["fair"]
+
+
+def test_standard_fit_is_the_same_however_the_rows_are_batched():
+    """The fitted mean and std are the exact ones correctly rounded: equal (not to rounding) in memory and in
+    batches of any size -- numpy's mean and std in memory and the batches combined pairwise differed in the
+    last bits. Failed before the fix."""
+    from fractions import Fraction
+
+    from fairspec import ir
+    from fairspec.runtime import encoding as enc_mod
+
+    rng = np.random.default_rng(1)
+    col = ir.ColumnEncoding("a", "standard", 0, 1, fitted=True)
+    base = ir.Encoding("F", "m", (col,), 1)
+    for v in (1e9 + rng.integers(0, 7, 1000) + rng.random(1000), rng.normal(size=999) * 1e-3 + 5,
+              -rng.random(300) * 1e30, np.full(50, 1 / 3)):
+        whole = enc_mod.fit(base, {"a": v}).columns[0]
+        exact = sum(map(Fraction, v.tolist())) / v.size
+        assert whole.mean == float(exact)
+        var = sum((Fraction(x) - exact) ** 2 for x in v.tolist()) / v.size
+        assert whole.std in (1.0, float(np.sqrt(float(var))))
+        for size in (333, 64, 7, 1):
+            part = enc_mod.fit_batches(base, ({"a": v[i:i + size]} for i in range(0, v.size, size))).columns[0]
+            assert (part.mean, part.std) == (whole.mean, whole.std), size
