@@ -125,3 +125,66 @@ def test_standard_fit_is_the_same_however_the_rows_are_batched():
         for size in (333, 64, 7, 1):
             part = enc_mod.fit_batches(base, ({"a": v[i:i + size]} for i in range(0, v.size, size))).columns[0]
             assert (part.mean, part.std) == (whole.mean, whole.std), size
+
+
+YES_NO_SPEC = """features F {{
+  a : int in [0, 3]
+  g : {{A, B}} protected
+}}
+model m = sklearn("m.skops", index = {index})
+# fairspec: ignore[FS427]
+encode F for m {{ a : raw  g : code {{A = 0, B = 1}} }}
+property p {{
+  forall x, x' : F
+  require x.* == x'.* except {{g}}
+  ensure |prob(m(x), "{cls}") - prob(m(x'), "{cls}")| <= {eps}
+}}
+"""
+
+
+def _yes_no_lr(tmp_path):
+    """A binary LogisticRegression fit on a text column: classes_ ["no", "yes"]; its logit -1.1 a - 1.6 [g = B]
+    + 1.5, so the largest change of either class's probability with g is 0.3613 (columns 0 and 1 differ in
+    the last bit: 1 - p is rounded)."""
+    import warnings
+
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.c_[np.arange(8) % 4, np.arange(8) // 4].astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = LogisticRegression().fit(X, pd.Series(["no", "yes"] * 4, dtype=object))
+    m.coef_ = np.array([[-1.105294641072465, -1.5695607106885567]])
+    m.intercept_ = np.array([1.4974915414691823])
+    assert list(m.classes_) == ["no", "yes"]
+    sio.dump(m, tmp_path / "m.skops")
+    P = m.predict_proba(np.array([[a, g] for a in range(4) for g in (0, 1)], float))
+    return {c: max(abs(P[2 * a, j] - P[2 * a + 1, j]) for a in range(4)) for j, c in enumerate(m.classes_)}
+
+
+@pytest.mark.parametrize("enumerate_pairs", [None, "0"])
+@pytest.mark.parametrize("index", [1, 0])
+def test_prob_of_a_string_class_reads_its_predict_proba_column(tmp_path, monkeypatch, enumerate_pairs, index):
+    """prob(m(x), "yes") and prob(m(x), "no") of a binary LogisticRegression with classes_ ["no", "yes"]: the
+    enumeration reads predict_proba's column of each (brute force: holds at eps 0.37, violated at 0.3). The
+    solvers (FAIRSPEC_ENUMERATE_PAIRS=0) said `unknown` for both ("one output column: no class probabilities
+    to bound"); now the positive class's column (index) is decided as prob(m(x)) is, and the other one is
+    `unknown` saying what to write -- never the other column's verdict. Failed before the fix (unknown)."""
+    from fairspec import api
+
+    truth = _yes_no_lr(tmp_path)
+    assert max(truth.values()) < 0.37 and min(truth.values()) > 0.3
+    if enumerate_pairs is not None:
+        monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", enumerate_pairs)
+    positive = ["no", "yes"][index]
+    for cls in ("yes", "no"):
+        for eps, want in (("0.37", "holds"), ("0.3", "violated")):
+            (tmp_path / "s.fair").write_text(YES_NO_SPEC.format(index=index, cls=cls, eps=eps))
+            rep = api.check(str(tmp_path / "s.fair"))
+            assert not [d for d in rep.diagnostics if d.severity == "error"], rep.diagnostics
+            (p,) = rep.to_dict()["properties"]
+            if enumerate_pairs is None or cls == positive:
+                assert p["status"] == want, (cls, eps, p)
+            else:
+                assert p["status"] == "unknown" and "positive class" in p["reason"], (cls, eps, p)

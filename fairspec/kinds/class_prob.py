@@ -164,7 +164,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
     K = raw.layers[-1].n_out
     score_kind = getattr(model.readout, "score", None)
     if K < 2:
-        return no("the model has one output column: it has no class probabilities to bound")
+        return _binary_column(prop, ctx, progress, backend, kind, model, no)
     if not ((raw.final == "none" and score_kind == "logit") or (raw.final == "softmax" and score_kind == "prob")):
         return no(f"a {raw.final} head read as {score_kind} is not a softmax of the network's logits: no bound "
                   f"on its class probabilities")
@@ -349,3 +349,27 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
                            reason="certified: rigorous bounds of the softmax over every box of the domain")
     return no("; ".join(reasons) or "the softmax branch and bound did not decide the property", details=details,
               value=value, **extra)
+
+
+def _binary_column(prop, ctx, progress, backend: str, kind, model, no) -> Verdict:
+    """``prob(m(x), c)`` of a binary classifier the solvers encode by one logit (a LogisticRegression whose
+    classes_ are ["no", "yes"]): the positive class's column is what ``prob(m(x))`` reads -- the same runtime
+    column (predict_proba's column ``index``, classes_[1] without one), so the same post, decided on its path.
+    The other column (the runtime's 1 - p, rounded) is not that post to the last bit: ``unknown``, saying
+    what to write. It was ``unknown`` for both ("one output column: no class probabilities to bound")."""
+    from dataclasses import replace
+
+    readout = model.readout
+    if getattr(readout, "task", None) != "binary" or getattr(model, "prob_problem", None) is not None:
+        return no("the model has one output column: it has no class probabilities to bound")
+    pos = readout.index if readout.index is not None else 1
+    if prop.cls == pos:
+        return kind.run_pair(replace(prop, post="prob", cls=None), ctx, progress, backend)
+    labels = readout.classes
+    name = (lambda i: repr(labels[i]) if labels else str(i))
+    what = "every class" if prop.cls == ir.EVERY_CLASS else f"class {name(prop.cls)}"
+    return no(f"the {backend} backend decides prob(m(x), c) of this binary model for its positive class "
+              f"{name(pos)} only (prob(m(x)), predict_proba's column {pos}); {what} reads the other column too, "
+              f"whose runtime value 1 - p is rounded apart from the positive one's: write "
+              f"|prob(m(x)) - prob(m(x'))| (the same differences to 2^-53), or decide it on a domain small "
+              f"enough to enumerate")
