@@ -188,3 +188,91 @@ def test_prob_of_a_string_class_reads_its_predict_proba_column(tmp_path, monkeyp
                 assert p["status"] == want, (cls, eps, p)
             else:
                 assert p["status"] == "unknown" and "positive class" in p["reason"], (cls, eps, p)
+
+
+def _value_model(tmp_path, c):
+    """A LinearRegression whose value is c [g = B] exactly (coefficient c, intercept 0): the pair's difference
+    and group B's value are the float c -- float(0.1) is above the decimal 0.1, float(0.3) below 0.3."""
+    import skops.io as sio
+    from sklearn.linear_model import LinearRegression
+
+    X = np.c_[np.arange(8) % 4, np.arange(8) // 4].astype(float)
+    m = LinearRegression().fit(X, X[:, 1])
+    m.coef_, m.intercept_ = np.array([0.0, c]), 0.0
+    assert m.predict(np.array([[0.0, 1.0]]))[0] == c
+    sio.dump(m, tmp_path / "r.skops")
+
+
+VALUE_PAIR = """features F {{
+  a : int in [0, 3]
+  g : {{A, B}} protected
+}}
+model m = sklearn("r.skops")
+# fairspec: ignore[FS427]
+encode F for m {{ a : raw  g : code {{A = 0, B = 1}} }}
+property p {{
+  forall x, x' : F
+  require x.* == x'.* except {{g}}
+  ensure |value(m(x)) - value(m(x'))| {op} {eps}
+}}
+"""
+
+
+def test_a_threshold_of_more_than_17_digits_is_refused(tmp_path):
+    """0.500000000000000000001 is no float's decimal: it is FS307 (the parser), never read as the float 0.5
+    (at which a runtime value of exactly 0.5 would be `>=` it)."""
+    from fairspec import api
+
+    _value_model(tmp_path, 0.5)
+    (tmp_path / "s.fair").write_text(VALUE_PAIR.format(op="<=", eps="0.500000000000000000001"))
+    rep = api.check(str(tmp_path / "s.fair"))
+    assert [d.code for d in rep.diagnostics if d.severity == "error"] == ["FS307"], rep.diagnostics
+
+
+@pytest.mark.parametrize("enumerate_pairs", [None, "0"])
+@pytest.mark.parametrize("c, op, eps, want", [(0.1, "<=", "0.1", {"violated"}), (0.1, "<", "0.1", {"violated"}),
+                                              (0.3, "<", "0.3", {"holds", "unknown"}),
+                                              (0.3, "<=", "0.3", {"holds", "unknown"})])
+def test_a_pair_threshold_is_the_decimal_as_written(tmp_path, monkeypatch, enumerate_pairs, c, op, eps, want):
+    """The pair's difference is exactly the float c: float(0.1) = 0.1000000000000000055.. breaks `<= 0.1`
+    (brute force with fractions), float(0.3) = 0.2999999999999999888.. meets `< 0.3` -- on the enumeration
+    and the solvers alike (a comparison with float(eps) would say the opposite). Checked, not a finding."""
+    from fractions import Fraction
+
+    from fairspec import api
+
+    d = Fraction(c)
+    truth = "holds" if (d <= Fraction(eps) if op == "<=" else d < Fraction(eps)) else "violated"
+    assert truth in want
+    _value_model(tmp_path, c)
+    if enumerate_pairs is not None:
+        monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", enumerate_pairs)
+    (tmp_path / "s.fair").write_text(VALUE_PAIR.format(op=op, eps=eps))
+    (p,) = api.check(str(tmp_path / "s.fair")).to_dict()["properties"]
+    assert p["status"] in want, p
+
+
+@pytest.mark.parametrize("c, truth", [(0.1, 1.0), (0.3, 0.0)])
+def test_a_regression_threshold_is_the_decimal_as_written(tmp_path, c, truth):
+    """`threshold = t` of a regression: group B's value is exactly the float c, positive iff it is >= the
+    decimal t = c as written -- float(0.1) is (parity 1), float(0.3) is not (parity 0). Checked, not a finding."""
+    from fairspec import api
+
+    _value_model(tmp_path, c)
+    rng = np.random.default_rng(0)
+    a, g = rng.integers(0, 4, 100), rng.integers(0, 2, 100)
+    pd.DataFrame({"a": a, "g": np.array(["A", "B"])[g]}).to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.fair").write_text(f"""data d = csv("t.csv")
+features F from d {{
+  a : int in [0, 3]
+  g : {{A, B}} protected
+}}
+model m = sklearn("r.skops")
+# fairspec: ignore[FS427]
+encode F for m {{ a : raw  g : code {{A = 0, B = 1}} }}
+property sp {{ statistical_parity(m, groups g, threshold = {c!r}) <= 0.5 }}
+""")
+    rep = api.check(str(tmp_path / "s.fair"))
+    assert not [d for d in rep.diagnostics if d.severity == "error"], rep.diagnostics
+    (p,) = rep.to_dict()["properties"]
+    assert p["value"] == truth, p
