@@ -318,7 +318,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
                            reason=f"{what}: a point is not persistently more confident than its counterfactual",
                            **common)
         if unk:
-            return unknown(prop, f"{what} (time budget or solver limits)", value=float(share), bound=bound,
+            return unknown(prop, f"{what} ({_unknown_cause(verdict_parts)})", value=float(share), bound=bound,
                            **common)
         proof = verdict_proof(evidence)
         if proof is None:
@@ -348,8 +348,24 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
         w = witness() if op in (">=", ">") else None
         return Verdict(prop.name, prop.kind, "violated", value=float(share), bound=bound, witness=w,
                        reason=f"{what}; the share of verified points cannot be {op} {_spec_number(thr)}", **common)
-    return unknown(prop, f"{what}; the share {op} {_spec_number(thr)} depends on the unknown points", value=float(share),
+    return unknown(prop, f"{what}; the share {op} {_spec_number(thr)} depends on the unknown points "
+                         f"({_unknown_cause(verdict_parts)})", value=float(share),
                    bound=bound, **common)
+
+
+def _unknown_cause(verdict_parts) -> str:
+    """Why the unknown points are unknown, by what left them so (the certify stage, else the solvers)."""
+    from collections import Counter
+
+    from fairspec.models.batching import BATCHED
+
+    stages = Counter(str(r.stage_obs[i]) for _, r, *_ in verdict_parts for i in np.flatnonzero(r.observed == "unknown"))
+    words = {"runtime rounding": f"within the runtime's rounding of the threshold or of each other: {BATCHED}",
+             "not certified": "not certified on the runtime (a neighbourhood beyond the evaluation budget, or a "
+                              "continuous feature moves)",
+             "runtime decision": "eligible only on the runtime's own decision, not analysed"}
+    parts = [f"{n} {words.get(stage, 'time budget or solver limits')}" for stage, n in stages.most_common()]
+    return "; ".join(parts) if parts else "time budget or solver limits"
 
 
 def _exact(model):
