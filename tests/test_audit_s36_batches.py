@@ -106,3 +106,26 @@ def test_pba_a_point_whose_centre_one_batch_excludes_is_not_refuted(tmp_path):
         assert row["rb_observed_unknown"] == 1, row
     if not fragile:
         pytest.skip("this machine's torch decides the centre alike in every batch for every bias tried")
+
+
+def test_pba_robustness_accuracy_resting_on_one_batch_is_unknown(tmp_path):
+    """The point (g false, f0 3, f1 1), true class 1, decided clearly at its centre; its neighbourhood's offset f0 = 2
+    sits on the tie (class 1 in one batch, 0 in another). Its robustness accuracy (every offset decided class 1) was
+    reported from one batch's decisions (proved or refuted); it is unknown now (failed before: 0 unknown)."""
+    from fairspec.pipeline import check
+
+    net = _net()
+    tie, other = (0, 2, 1), (1, 2, 1)
+    (tmp_path / "d.csv").write_text("g,f0,f1,y\nfalse,3,1,1\n")
+    (tmp_path / "s.fair").write_text(PBA_SPEC.format(d=tmp_path))
+    fragile = 0
+    for b in _biases(net, tie):
+        _with_bias(net, b, tmp_path / "m.pt")
+        if len(_centre_decisions(net, tie, other)) == 1 or _run(net, _enc([(0, 3, 1)]))[0] <= 1e-3:
+            continue
+        fragile += 1
+        v = check(str(tmp_path / "s.fair")).verdicts[0]
+        row = v.details["table"]["rows"][0]
+        assert row["rb_observed_unknown"] == 1, (float(b), row)
+    if not fragile:
+        pytest.skip("this machine's torch decides the tie alike in every batch for every bias tried")
