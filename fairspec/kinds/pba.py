@@ -208,6 +208,15 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     from fairspec.backends.pba.certified import Evidence, batch_spread, certify_cases, verdict_proof
 
     evidence = Evidence()
+    spread = batch_spread(ctx.model(m.name), _exact(ctx.model(m.name)))
+    if spread is not None and n:        # the table's SP, TPR (and CFA) count the rows' centre decisions
+        tied = int(spread.threshold(U_rows, np.asarray(raw_score(U_rows), dtype=np.float64).reshape(-1)).sum())
+        if tied:
+            from fairspec.models.batching import BATCHED
+
+            details.setdefault("notes", []).append(
+                f"{tied} of the {n} rows are decided within the runtime's rounding of the threshold: {BATCHED}, and "
+                "the table's SP, TPR and CFA count them as this batch decided them (another batch may not)")
     for flip in prop.flip:
         R, T = _cases(values, n, fs, flip)
         if len(R) == 0:
@@ -233,7 +242,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
         # every verdict rests on certify: each eligible case's neighbourhood on the runtime, compared exactly
         certify_cases(res, values_x=vals_x, values_p=vals_p, moving=moving, lo=lo_r[R], hi=hi_r[R], integer=integer,
                       cls=labels[R].astype(int), enc=enc, score=raw_score, decide=decide, evidence=evidence,
-                      rb_rows=first_case, recheck=trees is None, spread=batch_spread(ctx.model(m.name), _exact(ctx.model(m.name))))
+                      rb_rows=first_case, recheck=trees is None, spread=spread)
         grp = groups or _default_groups(fs, flip)
         gx, names = assign(grp, fs, vals_x, P)
         gp, _ = assign(grp, fs, vals_p, P)
