@@ -42,8 +42,28 @@ def lower_end(prop, model, X2, low: float, tree: bool) -> float:
 
 def every_batch(checked, prop, model, tree: bool):
     """kinds/pre_search._verified's ``(Found, None)`` with its ``lower`` (maximize's lower end) widened by
-    :func:`lower_end`; ``(None, why)`` as it is."""
+    :func:`lower_end` and its :func:`rounding_note`; ``(None, why)`` as it is."""
     got, why = checked
     if got is not None and got.witness is not None:
         got.lower = lower_end(prop, model, [got.witness.x, got.witness.x_prime], got.low, tree)
+        rounding_note(got, prop, model, tree)
     return got, why
+
+
+def rounding_note(got, prop, model, tree: bool) -> None:
+    """A network's searched pair within the runtime's rounding of the threshold that kinds/pre_search kept (it
+    breaks the post scored alone, as the pair and reversed: kinds/pair_enumeration.fragile_pair) carries the note
+    every such witness does (README, "Whatever the batch"): ``details.runtime_rounding``, another batch size or order
+    may round it away."""
+    from dataclasses import replace
+
+    from fairspec.kinds.pair_enumeration import fragile_pair
+    from fairspec.kinds.pair_fragile import rounding_details
+
+    if tree or got.witness is None or prop.post not in ("label", "prob", "logit", "class", "class_prob", "class_logit"):
+        return
+    c = got.extra.get("class")
+    moved = fragile_pair(prop if c is None else replace(prop, cls=int(c)), model,
+                         np.array([got.witness.x, got.witness.x_prime], dtype=np.float64))
+    if moved and moved.get("reproduced"):
+        got.extra["runtime_rounding"] = rounding_details(moved)
