@@ -228,3 +228,50 @@ def test_pre_search_label_witness_on_a_batch_tie_reproduces_and_says_so(tmp_path
             assert "runtime_rounding" in v.details, (float(b), sorted(v.details))
     if not fragile:
         pytest.skip("no bias tried sits on a tie one batch decides otherwise")
+
+
+def _pba_share(net, rows, labels, batching: str):
+    """PBA's share (verified / eligible) by brute force, every score of the runtime taken ``batching``: each point
+    ``alone``, or x + d beside x' + d as a ``pair``."""
+    def scores(P):
+        return [_run(net, _enc([p]))[0] for p in P] if batching == "alone" else list(_run(net, _enc(P)))
+    eligible = verified = 0
+    for (g, f0, f1), c in zip(rows, labels):
+        sx, sp = scores([(g, f0, f1), (1 - g, f0, f1)])
+        if (sx > 0) != c or (sp > 0) != c:
+            continue
+        eligible += 1
+        ok = True
+        for d0 in range(max(0, f0 - 1), min(7, f0 + 1) + 1):
+            a, b = scores([(g, d0, f1), (1 - g, d0, f1)])
+            if (a > 0) == c and (b > 0) == c and not ((a - b) > 0 if c else (b - a) > 0):
+                ok = False
+        verified += ok
+    return None if not eligible else verified / eligible
+
+
+def test_pba_share_bounds_hold_every_batching(tmp_path):
+    """A few rows around the tie of the first test's net, `pba(...) >= 0.5`: the verdict's [proved, proved or
+    unknown] share bound holds the share brute force gives with every score taken alone and with every x + d
+    scored beside x' + d, and a holds / violated agrees with both."""
+    from fairspec.pipeline import check
+
+    net = _net()
+    rows = [(0, 2, 1), (0, 3, 1), (1, 2, 1), (0, 5, 2), (1, 6, 0), (0, 1, 3)]
+    (tmp_path / "s.fair").write_text(PBA_SPEC.format(d=tmp_path).replace(
+        "delta {f0: 1})", "delta {f0: 1}) >= 0.5"))
+    for b in _biases(net, rows[0])[2:7]:
+        _with_bias(net, b, tmp_path / "m.pt")
+        labels = [bool(_run(net, _enc([r]))[0] > 0) for r in rows]
+        labels[0] = True
+        (tmp_path / "d.csv").write_text("g,f0,f1,y\n" + "".join(
+            f"{'true' if g else 'false'},{f0},{f1},{int(y)}\n" for (g, f0, f1), y in zip(rows, labels)))
+        v = check(str(tmp_path / "s.fair")).verdicts[0]
+        shares = [s for s in (_pba_share(net, rows, labels, k) for k in ("alone", "pair")) if s is not None]
+        if v.bound is not None:
+            lo, hi = v.bound
+            assert all(lo - 1e-12 <= s <= hi + 1e-12 for s in shares), (float(b), v.bound, shares, v.reason)
+        if v.status == "holds":
+            assert all(s >= 0.5 for s in shares), (float(b), shares)
+        if v.status == "violated":
+            assert all(s < 0.5 for s in shares), (float(b), shares)
