@@ -569,13 +569,14 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
         # pair's measure on the runtime, not the solver's (real or float64) evaluation of it: they differ
         # by the runtime's rounding, and the solver's may lie below the threshold the runtime's pair breaks
         from fairspec.kinds.pair_runtime import runtime_pair_value
+        from fairspec.kinds.pre_search_batches import pair_lower_end as every_batch_low
 
         rv = runtime_pair_value(prop, model, out, X2)
         if rv is not None:
             if mode != "maximize" or value is not None:
                 value = rv
-                if "bound" in extra:
-                    extra["bound"] = (rv, max(float(extra["bound"][1]), rv))
+                if "bound" in extra:        # its lower end lower in another batch, too (kinds/pre_search_batches)
+                    extra["bound"] = (every_batch_low(prop, model, X2, rv), max(float(extra["bound"][1]), rv))
             if "best_value" in details:
                 details["best_value"] = rv
         return Verdict(prop.name, prop.kind, "violated", value=value, witness=w, backend=backend,

@@ -40,6 +40,15 @@ def lower_end(prop, model, X2, low: float, tree: bool) -> float:
     return widened(float(low), spread, class_post(prop.post), compared_kind(prop.post, score_kind), LOGISTIC_MARGIN)
 
 
+def pair_lower_end(prop, model, X2, low: float) -> float:
+    """:func:`lower_end` of a network's (or any non-tree model's) replayed witness pair: a solver's violated
+    maximize interval is [its measure, the certified bound] (kinds/individual_fairness), and its measure was taken
+    in one batch too (a torch 5-8-1 network: the milp witness measured 4.6219799518585205 as a pair, the whole
+    domain's batch giving 4.621979475021362 for every pair, session 36). A tree model's runtime has no spread
+    (kinds/pair_enumeration.runtime_spread gives 0): as it is."""
+    return lower_end(prop, model, X2, low, False)
+
+
 def every_batch(checked, prop, model, tree: bool):
     """kinds/pre_search._verified's ``(Found, None)`` with its ``lower`` (maximize's lower end) widened by
     :func:`lower_end` and its :func:`rounding_note`; ``(None, why)`` as it is."""
