@@ -615,17 +615,17 @@ def _combined(prop, problem, parts, res, rt):
 
 def _replayed_lower_end(prop, model, runtime, res):
     """maximize's lower end when no witness is reported (holds, unknown): the solver's best pair
-    replayed on the runtime (:func:`fairspec.kinds.pair_runtime.best_pair_value`), as a violated
-    verdict's value is; no value when that pair does not replay or its measure is no score the runtime
+    replayed on the runtime and widened by a batch-rounding runtime's spread
+    (:func:`fairspec.kinds.pre_search_batches.best_pair_low`), as a violated verdict's bound is; no value when that pair does not replay or its measure is no score the runtime
     outputs. A value of -inf (no pair meets the pre-condition) stays."""
     import math
 
     if res.value is None or not math.isfinite(res.value):
         return res
-    from fairspec.kinds.pair_runtime import best_pair_value
+    from fairspec.kinds.pre_search_batches import best_pair_low     # lower in another batch, too
 
     pair = res.best if res.best is not None else res.witness
-    rv = best_pair_value(prop, model, runtime.replay.full, pair)
+    rv = best_pair_low(prop, model, runtime.replay.full, pair)
     # the solver's own evaluation, kept apart and labelled (details.solver_best_value), never an end
     stats = {**(res.stats or {}), "solver_best_value": float(res.value)}
     if rv is not None and res.bound is not None and rv > res.bound:

@@ -49,6 +49,20 @@ def pair_lower_end(prop, model, X2, low: float) -> float:
     return lower_end(prop, model, X2, low, False)
 
 
+def best_pair_low(prop, model, replay_full, pair) -> float | None:
+    """maximize's lower end from a solver's best ``pair`` where no witness is reported (holds, unknown:
+    kinds/individual_fairness._replayed_lower_end): its measure on the runtime
+    (kinds/pair_runtime.best_pair_value's, in the batch of the pair), widened by :func:`pair_lower_end`.
+    A holds (proved) of milp on the torch net of :func:`pair_lower_end` gave [4.6219799518585205, ...] there."""
+    from fairspec.kinds.pair_runtime import runtime_pair_value
+
+    if pair is None:
+        return None
+    _, X2, s = replay_full(np.asarray(pair.x, dtype=np.float64), np.asarray(pair.x_prime, dtype=np.float64))
+    rv = None if s is None else runtime_pair_value(prop, model, s, X2)
+    return rv if rv is None else pair_lower_end(prop, model, X2, rv)
+
+
 def every_batch(checked, prop, model, tree: bool):
     """kinds/pre_search._verified's ``(Found, None)`` with its ``lower`` (maximize's lower end) widened by
     :func:`lower_end` and its :func:`rounding_note`; ``(None, why)`` as it is."""
