@@ -569,13 +569,14 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
         # pair's measure on the runtime, not the solver's (real or float64) evaluation of it: they differ
         # by the runtime's rounding, and the solver's may lie below the threshold the runtime's pair breaks
         from fairspec.kinds.pair_runtime import runtime_pair_value
+        from fairspec.kinds.pre_search_batches import pair_lower_end as every_batch_low
 
         rv = runtime_pair_value(prop, model, out, X2)
         if rv is not None:
             if mode != "maximize" or value is not None:
                 value = rv
-                if "bound" in extra:
-                    extra["bound"] = (rv, max(float(extra["bound"][1]), rv))
+                if "bound" in extra:        # its lower end lower in another batch, too (kinds/pre_search_batches)
+                    extra["bound"] = (every_batch_low(prop, model, X2, rv), max(float(extra["bound"][1]), rv))
             if "best_value" in details:
                 details["best_value"] = rv
         return Verdict(prop.name, prop.kind, "violated", value=value, witness=w, backend=backend,
@@ -614,17 +615,17 @@ def _combined(prop, problem, parts, res, rt):
 
 def _replayed_lower_end(prop, model, runtime, res):
     """maximize's lower end when no witness is reported (holds, unknown): the solver's best pair
-    replayed on the runtime (:func:`fairspec.kinds.pair_runtime.best_pair_value`), as a violated
-    verdict's value is; no value when that pair does not replay or its measure is no score the runtime
+    replayed on the runtime and widened by a batch-rounding runtime's spread
+    (:func:`fairspec.kinds.pre_search_batches.best_pair_low`), as a violated verdict's bound is; no value when that pair does not replay or its measure is no score the runtime
     outputs. A value of -inf (no pair meets the pre-condition) stays."""
     import math
 
     if res.value is None or not math.isfinite(res.value):
         return res
-    from fairspec.kinds.pair_runtime import best_pair_value
+    from fairspec.kinds.pre_search_batches import best_pair_low     # lower in another batch, too
 
     pair = res.best if res.best is not None else res.witness
-    rv = best_pair_value(prop, model, runtime.replay.full, pair)
+    rv = best_pair_low(prop, model, runtime.replay.full, pair)
     # the solver's own evaluation, kept apart and labelled (details.solver_best_value), never an end
     stats = {**(res.stats or {}), "solver_best_value": float(res.value)}
     if rv is not None and res.bound is not None and rv > res.bound:

@@ -208,6 +208,15 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     from fairspec.backends.pba.certified import Evidence, batch_spread, certify_cases, verdict_proof
 
     evidence = Evidence()
+    spread = batch_spread(ctx.model(m.name), _exact(ctx.model(m.name)))
+    if spread is not None and n:        # the table's SP, TPR (and CFA) count the rows' centre decisions
+        tied = int(spread.threshold(U_rows, np.asarray(raw_score(U_rows), dtype=np.float64).reshape(-1)).sum())
+        if tied:
+            from fairspec.models.batching import BATCHED
+
+            details.setdefault("notes", []).append(
+                f"{tied} of the {n} rows are decided within the runtime's rounding of the threshold: {BATCHED}, and "
+                "the table's SP, TPR and CFA count them as this batch decided them (another batch may not)")
     for flip in prop.flip:
         R, T = _cases(values, n, fs, flip)
         if len(R) == 0:
@@ -233,7 +242,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
         # every verdict rests on certify: each eligible case's neighbourhood on the runtime, compared exactly
         certify_cases(res, values_x=vals_x, values_p=vals_p, moving=moving, lo=lo_r[R], hi=hi_r[R], integer=integer,
                       cls=labels[R].astype(int), enc=enc, score=raw_score, decide=decide, evidence=evidence,
-                      rb_rows=first_case, recheck=trees is None, spread=batch_spread(ctx.model(m.name), _exact(ctx.model(m.name))))
+                      rb_rows=first_case, recheck=trees is None, spread=spread)
         grp = groups or _default_groups(fs, flip)
         gx, names = assign(grp, fs, vals_x, P)
         gp, _ = assign(grp, fs, vals_p, P)
@@ -318,7 +327,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
                            reason=f"{what}: a point is not persistently more confident than its counterfactual",
                            **common)
         if unk:
-            return unknown(prop, f"{what} (time budget or solver limits)", value=float(share), bound=bound,
+            return unknown(prop, f"{what} ({_unknown_cause(verdict_parts)})", value=float(share), bound=bound,
                            **common)
         proof = verdict_proof(evidence)
         if proof is None:
@@ -348,8 +357,24 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
         w = witness() if op in (">=", ">") else None
         return Verdict(prop.name, prop.kind, "violated", value=float(share), bound=bound, witness=w,
                        reason=f"{what}; the share of verified points cannot be {op} {_spec_number(thr)}", **common)
-    return unknown(prop, f"{what}; the share {op} {_spec_number(thr)} depends on the unknown points", value=float(share),
+    return unknown(prop, f"{what}; the share {op} {_spec_number(thr)} depends on the unknown points "
+                         f"({_unknown_cause(verdict_parts)})", value=float(share),
                    bound=bound, **common)
+
+
+def _unknown_cause(verdict_parts) -> str:
+    """Why the unknown points are unknown, by what left them so (the certify stage, else the solvers)."""
+    from collections import Counter
+
+    from fairspec.models.batching import BATCHED
+
+    stages = Counter(str(r.stage_obs[i]) for _, r, *_ in verdict_parts for i in np.flatnonzero(r.observed == "unknown"))
+    words = {"runtime rounding": f"within the runtime's rounding of the threshold or of each other: {BATCHED}",
+             "not certified": "not certified on the runtime (a neighbourhood beyond the evaluation budget, or a "
+                              "continuous feature moves)",
+             "runtime decision": "eligible only on the runtime's own decision, not analysed"}
+    parts = [f"{n} {words.get(stage, 'time budget or solver limits')}" for stage, n in stages.most_common()]
+    return "; ".join(parts) if parts else "time budget or solver limits"
 
 
 def _exact(model):

@@ -45,6 +45,7 @@ from dataclasses import replace
 import numpy as np
 
 from fairspec import ir
+from fairspec.kinds.pre_search_batches import every_batch
 
 #: candidate pairs scored on the model, at most (the search's work bounded by a count, not the machine's speed)
 MAX_SCORED = 24_576
@@ -59,12 +60,11 @@ STEPS = 24
 
 
 class Found:
-    """The search's answer: ``witness`` (a replayed Witness meeting the pre-condition, in that order) and its
-    runtime ``value``, or None and ``tried`` (what was done, for the unknown's reason)."""
+    """The search's answer: ``witness`` (replayed, meeting the pre-condition) and ``value``, or None and ``tried``."""
 
     def __init__(self, witness=None, value=None, tried: str = "", low=None, extra=None):
         self.witness, self.value, self.tried, self.extra = witness, value, tried, extra or {}
-        self.low = value if low is None else low        # a float at or below the pair's exact measure
+        self.low = self.lower = value if low is None else low   # <= the pair's measure (lower: in every batch)
 
     def verdict(self, prop, v, details: dict, upper, said: str, backend: str, t0: float):
         return found_verdict(prop, self, v, details, upper, said, backend, t0)
@@ -134,7 +134,7 @@ def search(prop: ir.IndividualFairness, ctx, fs: ir.FeatureSet, enc: ir.Encoding
                 continue
             seen.add(key)
             checked += 1
-            got, whynot = _verified(prop, ctx, fs, enc, model, tree, space, A, B, int(k))
+            got, whynot = every_batch(_verified(prop, ctx, fs, enc, model, tree, space, A, B, int(k)), prop, model, tree)
             if got is not None:
                 return got
             why = why or whynot
@@ -181,7 +181,7 @@ def found_verdict(prop, got: Found, v, details: dict, upper, said: str, backend:
     if setting(prop, "mode", backend) == "maximize":
         value = got.value
         if upper is not None and value is not None:
-            bound = (got.low, max(value, float(upper[1])))
+            bound = (got.lower, max(value, float(upper[1])))
             d["maximum"] = (f"[the witness's measure, the certified upper bound over {said}]; the witness meets the "
                             "pre-condition (found by a search restricted to it)")
         else:

@@ -118,6 +118,17 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
     rb_pos = {} if rb_rows is None else {int(r): k for k, r in enumerate(np.asarray(rb_rows).reshape(-1))}
     done: set = set()
     flip_uncertified = batched = 0
+    centre_near = _centres_near(res, values_x, values_p, enc, score, spread)
+    for i in np.flatnonzero(centre_near & (res.observed == "excluded")):
+        # excluded on one batch's decision at a centre within the runtime's rounding of the threshold: another batch
+        # may decide it the true class; counted eligible and unknown (the share's bounds hold either way)
+        res.eligible[i] = True
+        res.observed[i], res.stage_obs[i] = "unknown", "runtime rounding"
+        res.flipped[i], res.stage_flip[i] = "unknown", "runtime rounding"
+        res.witness_obs.pop(int(i), None)
+        res.witness_flip.pop(int(i), None)
+        res.f_obs[i] = np.nan
+        batched += 1
     for i in range(P):
         st = res.observed[i]
         if st == "excluded":
@@ -137,12 +148,17 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
         c = np.full(size, int(cls[i]))
         sigma = 1.0 if cls[i] == 1 else -1.0
         done.add(i)
-        if recheck:
-            _robust_status(res, i, rb_pos, da, db, int(cls[i]))
         near = np.zeros(size, dtype=bool) if spread is None else spread(np.concatenate([X, Xp]), a, b)
         if recheck:
-            _flipped_status(res, i, X, Xp, a, b, c, da, db, near)
+            _robust_status(res, i, rb_pos, da, db, int(cls[i]), *_sides_near(spread, X, Xp, a, b))
+            _flipped_status(res, i, X, Xp, a, b, c, da, db, near, bool(centre_near[i]))
         fine = _fine(a, b, c, da, db)
+        if centre_near[i]:
+            # whether the point counts at all (eligible: both centres decided its true class) rests on one batch's
+            # decision at a centre: neither refuted nor proved (a proved point another batch excludes lowers the
+            # share's lower end)
+            fine[:] = True
+            near[:] = True
         if near.any() if fine.all() else not (~fine & ~near).any():     # rests on one batch's rounding
             res.observed[i], res.stage_obs[i] = "unknown", "runtime rounding"
             res.witness_obs.pop(i, None)
@@ -158,7 +174,12 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
         res.witness_obs[i] = (X[j:j + 1], Xp[j:j + 1])
         res.f_obs[i] = sigma * (a[j] - b[j])
     rb_left = _robust_rest(res, done, rb_pos, cls, moving, integer, lo, hi, values_x, values_p, enc, score, decide,
-                           evidence) if recheck else 0
+                           evidence, spread, centre_near) if recheck else 0
+    if res.rb_batched:
+        from fairspec.models.batching import BATCHED
+
+        res.notes.append(f"{res.rb_batched} robustness statuses are unknown: an offset's decision lies within the "
+                         f"runtime's rounding of the threshold, and {BATCHED}")
     if batched:
         from fairspec.models.batching import BATCHED
 
@@ -172,11 +193,14 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
                          "decision g > 0, not the model's own rule) could not be checked on the runtime and are unknown")
 
 
-def _flipped_status(res, i, X, Xp, a, b, c, da, db, near) -> None:
+def _flipped_status(res, i, X, Xp, a, b, c, da, db, near, centre_near: bool = False) -> None:
     """The flipped setting (x' more confident than x) of case i on its enumerated offsets, on the runtime's
     scores and decisions: proved, or refuted at the first offset that breaks it (an exact runtime witness);
-    unknown where that rests on an offset ``near`` the runtime's rounding (:func:`certify_cases`)."""
+    unknown where that rests on an offset ``near`` the runtime's rounding (:func:`certify_cases`), or where
+    ``centre_near`` (the case's eligibility rests on one batch)."""
     back = _fine(b, a, c, db, da)
+    if centre_near:
+        back, near = np.ones_like(back), np.ones_like(near)
     if near.any() if back.all() else not (~back & ~near).any():
         res.flipped[i], res.stage_flip[i] = "unknown", "runtime rounding"
         res.witness_flip.pop(i, None)
@@ -216,7 +240,49 @@ def batch_spread(model, exact=None):
             out &= ~(e[:a.size] & e[a.size:])
         return out
 
+    def threshold(X, s):
+        """Per row of X (scores ``s``): is its decision within the runtime's spread of the threshold, and the
+        row not shown computed exactly in every order (another batch may decide it otherwise)?"""
+        s = np.asarray(s, dtype=np.float64).reshape(-1)
+        if not s.size:
+            return np.zeros(0, dtype=bool)
+        sp = _spread(X, s)
+        out = np.abs(s - thr) <= sp
+        if exact is not None and out.any():
+            out &= ~np.asarray(exact(X, s), dtype=bool)
+        return out
+
+    def _spread(X, s):
+        sp = certified_spread(model, X)
+        if sp is None:
+            top = float(np.nanmax(np.abs(s))) if s.size else 0.0
+            rel = ASSUMED_SPREAD.get(str(getattr(model, "precision", "float32")), ASSUMED_SPREAD_OTHER)
+            sp = 2.0 * rel * (1.0 + (top if np.isfinite(top) else 0.0))
+        return sp
+
+    near.threshold = threshold
     return near
+
+
+def _centres_near(res, values_x, values_p, enc, score, spread) -> np.ndarray:
+    """Per case: is a centre's decision (x or x', scored in one batch of every case) within the runtime's
+    rounding of the threshold (``spread.threshold``), so that whether the case is eligible rests on that batch?"""
+    from fairspec.runtime.encoding import encode
+
+    P = len(res.observed)
+    if spread is None or not P:
+        return np.zeros(P, dtype=bool)
+    both = np.concatenate([encode(enc, values_x, P), encode(enc, values_p, P)])
+    t = spread.threshold(both, np.asarray(score(both), dtype=np.float64).reshape(-1))
+    return t[:P] | t[P:]
+
+
+def _sides_near(spread, X, Xp, a, b):
+    """Per offset, x + d's and x' + d's decisions within the runtime's rounding of the threshold (None, None
+    without a batch-rounding runtime)."""
+    if spread is None:
+        return None, None
+    return spread.threshold(X, a), spread.threshold(Xp, b)
 
 
 def _offsets(i, moving, integer, lo, hi):
@@ -250,33 +316,50 @@ def _evaluate(i, D, sides, moving, enc, score, decide) -> list:
             for k, X in enumerate(Xs)]
 
 
-def _robust_status(res, i, rb_pos, dx, dp, c) -> None:
+def _robust_status(res, i, rb_pos, dx, dp, c, near_x=None, near_p=None) -> None:
     """Robustness accuracy of case i's x (where it has an RB entry) and x': every offset decided c by the
-    runtime (``dx`` / ``dp``: its decisions; None: not evaluated)."""
+    runtime (``dx`` / ``dp``: its decisions; None: not evaluated). ``near_x`` / ``near_p`` (a runtime that
+    rounds by batch): per offset, its decision rests on one batch (:func:`batch_spread`'s ``threshold``):
+    refuted only by an offset clear of the threshold, proved only with none near it, else unknown."""
+    batched = 0
     if dx is not None and res.rb_x is not None and i in rb_pos:
-        res.rb_x[rb_pos[i]] = "proved" if np.all(dx == c) else "refuted"
+        res.rb_x[rb_pos[i]] = _robust(dx, c, near_x)
+        batched += res.rb_x[rb_pos[i]] == "unknown"
     if dp is not None and res.rb_p is not None:
-        res.rb_p[i] = "proved" if np.all(dp == c) else "refuted"
+        res.rb_p[i] = _robust(dp, c, near_p)
+        batched += res.rb_p[i] == "unknown"
+    res.rb_batched += batched
+
+
+def _robust(d, c, near) -> str:
+    d = np.asarray(d)
+    near = np.zeros(d.shape, dtype=bool) if near is None else np.asarray(near, dtype=bool)
+    if ((d != c) & ~near).any():
+        return "refuted"
+    return "unknown" if near.any() else "proved"
 
 
 def _robust_rest(res, done, rb_pos, cls, moving, integer, lo, hi, values_x, values_p, enc, score, decide,
-                 evidence) -> int:
+                 evidence, spread=None, centre_near=None) -> int:
     """The robustness statuses of the cases not enumerated above, on the runtime's decisions: a centre the
-    runtime misclassifies is refuted; otherwise the neighbourhood enumerated (budget allowing), else the
-    solver's status (its decision g > 0, not the model's rule) is unknown. Returns how many were left."""
+    runtime misclassifies is refuted (not where its decision rests on one batch: ``centre_near``); otherwise
+    the neighbourhood enumerated (budget allowing; with ``spread``, scored too, an offset's decision near the
+    threshold deciding nothing), else the solver's status (its decision g > 0, not the model's rule) is
+    unknown. Returns how many were left."""
     left = 0
     for i in range(len(cls)):
         if i in done:
             continue
         c = int(cls[i])
+        sure = centre_near is None or not centre_near[i]
         need = []
         if res.rb_x is not None and i in rb_pos:
-            if int(res.pred_x[i]) != c:
+            if int(res.pred_x[i]) != c and sure:
                 res.rb_x[rb_pos[i]] = "refuted"
             else:
                 need.append("x")
         if res.rb_p is not None:
-            if int(res.pred_p[i]) != c:
+            if int(res.pred_p[i]) != c and sure:
                 res.rb_p[i] = "refuted"
             else:
                 need.append("p")
@@ -294,10 +377,12 @@ def _robust_rest(res, done, rb_pos, cls, moving, integer, lo, hi, values_x, valu
             continue
         evidence.budget -= len(need) * len(D)
         got = dict(zip(need, _evaluate(i, D, [values_x if side == "x" else values_p for side in need], moving, enc,
-                                       None, decide)))
+                                       None if spread is None else score, decide)))
         dx = got["x"][2] if "x" in got else None
         dp = got["p"][2] if "p" in got else None
-        _robust_status(res, i, rb_pos, dx, dp, c)
+        nx, np_ = ((None if side not in got else spread.threshold(got[side][0], got[side][1])) if spread is not None
+                   else None for side in ("x", "p"))
+        _robust_status(res, i, rb_pos, dx, dp, c, nx, np_)
     return left
 
 

@@ -87,6 +87,7 @@ class Analysis:
     seconds: dict = field(default_factory=dict)
     counts: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    rb_batched: int = 0            # robustness statuses left unknown by the runtime's batch rounding
 
 
 def _replay_check(cs: CaseSet, real: Callable, idx, D, side, decide: Callable | None = None) -> np.ndarray:
