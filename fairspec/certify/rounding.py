@@ -241,3 +241,41 @@ def reorder_error(n: int, T: Fraction) -> Fraction:
     g, u = fraction(gamma(n, U64)), fraction(U64)
     return 2 * (g * T + u * (1 + g) * T) / n + 2 * fraction(ETA64)
 
+
+
+def robust_rows(P, E: Fraction, threshold) -> list[bool]:
+    """Per row of the trees' order's outputs P (rows, K), each column within ``E`` of any other order's
+    (:func:`reorder_error`): is every decision read from it the same in every order? Every two columns more
+    than 2E apart (a predict's argmax, the first column at a tie) and every column more than E from the
+    threshold (a label read as output > threshold; None: no threshold), exactly in rationals."""
+    out = []
+    for row in P:
+        q = [fraction(float(v)) for v in row]
+        gaps = all(abs(a - b) > 2 * E for i, a in enumerate(q) for b in q[i + 1:])
+        cut = threshold is None or all(abs(a - fraction(float(threshold))) > E for a in q)
+        out.append(gaps and cut)
+    return out
+
+
+def near_rows(P, E: Fraction, threshold):
+    """The rows of P (a numpy array (rows, K)) :func:`robust_rows` does not call robust, as a boolean mask: a
+    row whose every float distance (two columns, a column and the threshold) exceeds 8 E is robust outright (a
+    float difference is within a factor 1 +- u of the exact one), the others are checked exactly."""
+    P = np.asarray(P, dtype=np.float64)
+    if P.ndim == 1:
+        P = P[:, None]
+    far = float(4 * E) * 2.0
+    bad = ~np.isfinite(P).all(axis=1)          # no bound holds of a NaN / inf: near
+    with np.errstate(invalid="ignore"):
+        close = bad.copy()
+        K = P.shape[1]
+        for i in range(K):
+            for j in range(i + 1, K):
+                close |= ~(np.abs(P[:, i] - P[:, j]) > far)
+            if threshold is not None:
+                close |= ~(np.abs(P[:, i] - float(threshold)) > far)
+    out = bad.copy()
+    idx = np.flatnonzero(close & ~bad)
+    if idx.size:
+        out[idx] = ~np.array(robust_rows(P[idx], E, threshold), dtype=bool)
+    return out
