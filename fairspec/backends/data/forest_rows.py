@@ -44,6 +44,19 @@ def decisions(model, X: np.ndarray, memo: dict | None, name: str) -> np.ndarray:
     return d
 
 
+def score_refusal(model):
+    """The AmbiguousRuntime of a metric of a threaded forest's scores (calibration, rate = scoring, a mean
+    score): each row's score is only known within E there, and that interval is not carried through the
+    metric: unknown, saying so."""
+    from fairspec.models.base import AmbiguousRuntime
+
+    return AmbiguousRuntime(type(model.raw).__name__, "n_jobs",
+                            f"{model.path.name}: {model.order_problem}; a metric of its scores (calibration, "
+                            f"rate = scoring, a mean score) is not decided from the trees' order (each score is "
+                            f"known only within a reordering's error, which is not carried through the metric), "
+                            f"while a metric of its decisions is, row by row")
+
+
 @dataclasses.dataclass
 class NearRows:
     """The near rows of one property's pass: their group cell, label, weight, trees'-order decision and the

@@ -91,6 +91,10 @@ def _scores(ctx, model_name: str, rows, values: dict, n: int, memo: dict | None)
     model = ctx.model(model_name)
     if getattr(model, "format", None) == "rule":
         raise NoScore(f"model '{m.name}' is a rule: it decides, but has no score")
+    if getattr(model, "order_problem", None) is not None:     # a forest adding its trees in thread order
+        from fairspec.backends.data.forest_rows import score_refusal
+
+        raise score_refusal(model)
     read, logit = model.prob_reader()          # a booster declared by its margin: its library's probability
     s = read(model_input(ctx, model_name, values, n, memo))
     if memo is not None:                       # what the runtime computed (batching's spread is about it)

@@ -1,0 +1,252 @@
+"""Session 36 (h3): group metrics on data of a forest that adds its trees in the order its threads finish.
+
+A RandomForest with n_jobs != 1 whose leaf sums are not exact in every order (forest_threads) was `unknown` for
+every metric on data (review r3: too broad). Now each row is read once in the trees' order (n_jobs = 1) and is
+*near* when a class probability lies within E (certify.rounding.reorder_error) of the threshold or two classes
+within 2E: a row that is not near gets the same label in every order; the metric is decided over every way of
+counting the near rows' decisions (backends/data/forest_rows.py). Brute force below: the forest's own predict
+with its trees in EVERY order (sklearn with n_jobs = 1 adds the trees in the order of estimators_, so a permuted
+estimators_ is that thread-finish order), and fairspec's verdict on each such one-order forest."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn")
+pytest.importorskip("skops")
+pd = pytest.importorskip("pandas")
+
+SPEC = """data d = csv("t.csv", label = y == 1)
+features F from d {
+  a : int in [0, 3]
+  g : {A, B} protected
+}
+model m = sklearn("m.skops")  # fairspec: ignore[FS440]
+encode F for m { a : raw  g : code {A = 0, B = 1} }  # fairspec: ignore[FS427]
+property sp { statistical_parity(m, groups g) CLAIM }
+"""
+TIE = [0.05, 0.15, 0.3, 0.7, 0.85, 0.95]    # six trees' P(1): 0.5 +- ulps by the order (predict 1 in 84 of 720)
+CELLS = [(a, g) for a in range(4) for g in range(2)]
+
+
+def _frame(seed=0, n=240, tie_rows=None):
+    """a, g and a noisy label y (every (a, g) cell mixed, so a fully grown tree has one leaf per cell)."""
+    rng = np.random.default_rng(seed)
+    a, g = rng.integers(0, 4, n), rng.integers(0, 2, n)
+    y = (rng.random(n) < 0.3 + 0.1 * a).astype(int)
+    for (ca, cg), k in (tie_rows or {}).items():     # cell (ca, cg) holds exactly k rows
+        idx = np.flatnonzero((a == ca) & (g == cg))
+        keep = np.ones(n, dtype=bool)
+        keep[idx[k:]] = False
+        a, g, y = a[keep], g[keep], y[keep]
+        if k > idx.size:
+            extra = k - idx.size
+            a, g, y = np.r_[a, [ca] * extra], np.r_[g, [cg] * extra], np.r_[y, [0, 1] * (extra // 2) + [1] * (extra % 2)]
+    return a, g, y
+
+
+def _forest(a, g, y, leaves, n_jobs=2):
+    """Six identical fully grown trees (no bootstrap, every feature), one leaf per (a, g) cell; leaf P(1) of
+    tree k in cell c is leaves(c)[k]."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    X = np.c_[a, g].astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rf = RandomForestClassifier(n_estimators=6, bootstrap=False, max_features=None, random_state=0,
+                                    n_jobs=n_jobs).fit(X, y)
+    for k, t in enumerate(rf.estimators_):
+        for c in CELLS:
+            leaf = int(t.apply(np.array([c], dtype=float))[0])
+            p = leaves(c)[k]
+            t.tree_.value[leaf, 0, :] = [1.0 - p, p]
+    return rf, X
+
+
+def _orders(rf, X):
+    """The forest's predict in every order of its trees: the distinct label vectors, with one order giving each.
+    Each order summed as sklearn's _accumulate_prediction does (every tree's predict_proba added in that order,
+    then divided by the trees), and each distinct vector confirmed on the library itself (estimators_ permuted,
+    one thread: the trees add in the list's order)."""
+    import copy
+
+    T = [t.predict_proba(X) for t in rf.estimators_]
+    out = {}
+    for perm in itertools.permutations(range(len(T))):
+        s = np.zeros_like(T[0])
+        for i in perm:
+            s += T[i]
+        s /= len(T)
+        out.setdefault(tuple(rf.classes_.take(np.argmax(s, axis=1))), perm)
+    for labels, perm in out.items():
+        r = copy.copy(rf)
+        r.estimators_, r.n_jobs = [rf.estimators_[i] for i in perm], 1
+        assert tuple(r.predict(X)) == labels
+    return out
+
+
+def _check(tmp_path, rf, a, g, y, claim):
+    import skops.io as sio
+
+    from fairspec import api
+
+    sio.dump(rf, tmp_path / "m.skops")
+    pd.DataFrame({"a": a, "g": np.where(g == 1, "B", "A"), "y": y}).to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.fair").write_text(SPEC.replace("CLAIM", claim))
+    (p,) = api.check(str(tmp_path / "s.fair")).to_dict()["properties"]
+    return p
+
+
+def _truth(tmp_path, rf, X, a, g, y, claim):
+    """fairspec's verdict on the forest with its trees in each order giving another label vector (one thread)."""
+    import copy
+
+    out = set()
+    for perm in _orders(rf, X).values():
+        r = copy.copy(rf)
+        r.estimators_, r.n_jobs = [rf.estimators_[i] for i in perm], 1
+        p = _check(tmp_path, r, a, g, y, claim)
+        assert "forest_threads" not in (p.get("details") or {})
+        out.add(p["status"])
+    return out
+
+
+def test_no_row_near_is_decided_as_with_one_thread(tmp_path):
+    """Leaves of order-dependent sums (0.1, 0.2, 0.7 ...) whose means are far from 1/2: every order predicts
+    the same (brute force), and the threaded forest is decided as the same forest on one thread -- it was
+    `unknown` (AmbiguousRuntime) before."""
+    a, g, y = _frame()
+    rf, X = _forest(a, g, y, lambda c: [0.1, 0.2, 0.7, 0.3, 0.2, 0.1] if c[1] == 0 or c[0] < 2
+                    else [0.9, 0.8, 0.3, 0.7, 0.8, 0.9])
+    assert len(_orders(rf, X)) == 1
+    from fairspec.models.forest_threads import order_problem
+
+    assert order_problem(rf) is not None
+    for claim in ("<= 0.9", "<= 0.05"):
+        p = _check(tmp_path, rf, a, g, y, claim)
+        assert p["status"] in ("holds", "violated"), p
+        assert p["details"]["forest_threads"]["rows_within_E"] == 0
+        assert any("same decisions in every order" in n for n in p["details"]["notes"])
+        assert {p["status"]} == _truth(tmp_path, rf, X, a, g, y, claim)
+
+
+def test_near_rows_that_cannot_change_the_verdict(tmp_path):
+    """Six rows of cell (a = 3, B) sum to 1/2 +- ulps (label 1 in some orders, 0 in others: brute force), the
+    metric's value far from the claim's threshold in every way of counting them: decided, with a note."""
+    a, g, y = _frame(tie_rows={(3, 1): 6})
+    rf, X = _forest(a, g, y, lambda c: TIE if c == (3, 1) else [0.9] * 6 if c[0] >= 2 else [0.2] * 6)
+    assert len(_orders(rf, X)) == 2
+    for claim in ("<= 0.9", "<= 0.02"):
+        p = _check(tmp_path, rf, a, g, y, claim)
+        ft = p["details"]["forest_threads"]
+        # the six rows' (group B, label) cells: 0 .. k positive decisions in each
+        assert ft["rows_within_E"] == 6
+        assert ft["count_vectors"] == np.prod([1 + int(((a == 3) & (g == 1) & (y == v)).sum()) for v in (0, 1)])
+        assert p["status"] == ("holds" if claim == "<= 0.9" else "violated"), p
+        assert {p["status"]} == _truth(tmp_path, rf, X, a, g, y, claim)
+
+
+def test_near_rows_that_change_the_verdict_are_unknown(tmp_path):
+    """Every row of cell (a = 3, B) and (a = 2, B) at 1/2 +- ulps, every other row decided 0: in the orders
+    predicting 0 no row is positive (statistical_parity = 0 in every resample: `<= 0` holds), in the others group
+    B's rate is positive (violated). fairspec: unknown, naming the rows within E."""
+    a, g, y = _frame(n=200)
+    rf, X = _forest(a, g, y, lambda c: TIE if c in ((3, 1), (2, 1)) else [0.2] * 6)
+    assert _truth(tmp_path, rf, X, a, g, y, "<= 0") == {"holds", "violated"}
+    p = _check(tmp_path, rf, a, g, y, "<= 0")
+    near = int(((a >= 2) & (g == 1)).sum())
+    assert p["status"] == "unknown", p
+    assert f"{near} rows of 'd' lie within E" in p["reason"] and "n_jobs = 2" in p["reason"], p["reason"]
+
+
+def test_too_many_count_vectors_are_unknown(tmp_path, monkeypatch):
+    from fairspec.backends.data import forest_rows
+
+    monkeypatch.setattr(forest_rows, "MAX_COUNTS", 3)
+    a, g, y = _frame(tie_rows={(3, 1): 6})
+    rf, X = _forest(a, g, y, lambda c: TIE if c == (3, 1) else [0.9] * 6 if c[0] >= 2 else [0.2] * 6)
+    p = _check(tmp_path, rf, a, g, y, "<= 0.9")
+    assert p["status"] == "unknown" and "6 rows of 'd' lie within E" in p["reason"], p
+
+
+def test_one_thread_is_decided_as_before(tmp_path):
+    """n_jobs = 1 (and None): the forest is one function; the per-row reading is not used (no note), and the
+    verdict and value are brute force's on its predict."""
+    a, g, y = _frame(tie_rows={(3, 1): 6})
+    for n_jobs in (1, None):
+        rf, X = _forest(a, g, y, lambda c: TIE if c == (3, 1) else [0.9] * 6 if c[0] >= 2 else [0.2] * 6,
+                        n_jobs=n_jobs)
+        d = rf.predict(X)
+        value = abs(d[g == 0].mean() - d[g == 1].mean())
+        p = _check(tmp_path, rf, a, g, y, "<= 0.9")
+        assert p["status"] == "holds" and "forest_threads" not in p["details"], p
+        assert p["value"] == pytest.approx(value, abs=1e-12)
+
+
+@pytest.mark.parametrize("trees,seed", [(3, 0), (5, 1), (6, 2), (20, 3)])
+def test_robust_rows_are_decided_alike_in_every_order(trees, seed):
+    """certify.rounding.near_rows against brute force on fitted forests (bootstrap, impure leaves): a row it
+    calls robust predicts one label in every order of the trees (every permutation; 20 trees: 300 random
+    orders); and a row at 1/2 +- ulps is near."""
+    import copy
+
+    from sklearn.ensemble import RandomForestClassifier
+
+    from fairspec.certify.rounding import near_rows
+    from fairspec.models.forest_rows import reorder_bound
+
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 4, (300, 3)).astype(float)
+    y = (X.sum(axis=1) + rng.normal(0, 2, 300) > 4.5).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rf = RandomForestClassifier(n_estimators=trees, max_depth=3, random_state=seed, n_jobs=2).fit(X, y)
+    r1 = copy.copy(rf)
+    r1.n_jobs = 1
+    near = near_rows(r1.predict_proba(X), reorder_bound(rf), 0.5)
+    perms = (itertools.permutations(range(trees)) if trees <= 6 else
+             (tuple(rng.permutation(trees)) for _ in range(300)))
+    labels = []
+    for perm in perms:
+        r = copy.copy(rf)
+        r.estimators_, r.n_jobs = [rf.estimators_[i] for i in perm], 1
+        labels.append(r.predict(X))
+    labels = np.array(labels)
+    moved = (labels != labels[0]).any(axis=0)
+    assert not (moved & ~near).any()
+    assert not near.all()
+    P = np.array([[0.5, 0.5], [0.49999999999999994, 0.5], [0.3, 0.7]])
+    assert near_rows(P, reorder_bound(rf), 0.5).tolist() == [True, True, False]
+
+
+def test_weighted_near_rows_and_scores_stay_unknown(tmp_path):
+    """Weighted rows with near rows: unknown naming them (the count vectors do not describe weighted cells);
+    without near rows a weighted metric is decided. A metric of scores (calibration_gap): unknown, saying that
+    scores are not read per row."""
+    import skops.io as sio
+
+    from fairspec import api
+
+    a, g, y = _frame(tie_rows={(3, 1): 6})
+    w = np.where(np.arange(a.size) % 3 == 0, 2.0, 1.0)
+    spec = SPEC.replace("label = y == 1)", "label = y == 1)").replace(
+        "property sp { statistical_parity(m, groups g) CLAIM }",
+        "property sp { statistical_parity(m, groups g) <= 0.9  weight = w }\n"
+        "property cal { calibration_gap(m, groups g) <= 0.9 }")
+    for leaves, near in ((lambda c: TIE if c == (3, 1) else [0.9] * 6 if c[0] >= 2 else [0.2] * 6, True),
+                         (lambda c: [0.9, 0.8, 0.3, 0.7, 0.8, 0.9] if c[0] >= 2 else [0.2] * 6, False)):
+        rf, _ = _forest(a, g, y, leaves)
+        sio.dump(rf, tmp_path / "m.skops")
+        pd.DataFrame({"a": a, "g": np.where(g == 1, "B", "A"), "y": y, "w": w}).to_csv(tmp_path / "t.csv",
+                                                                                      index=False)
+        (tmp_path / "s.fair").write_text(spec)
+        got = {p["name"]: p for p in api.check(str(tmp_path / "s.fair")).to_dict()["properties"]}
+        if near:
+            assert got["sp"]["status"] == "unknown" and "6 rows of 'd' lie within E" in got["sp"]["reason"], got["sp"]
+        else:
+            assert got["sp"]["status"] == "holds", got["sp"]
+        assert got["cal"]["status"] == "unknown" and "not decided from the trees' order" in got["cal"]["reason"]
