@@ -45,7 +45,8 @@ def _frame(seed=0, n=240, tie_rows=None):
         a, g, y = a[keep], g[keep], y[keep]
         if k > idx.size:
             extra = k - idx.size
-            a, g, y = np.r_[a, [ca] * extra], np.r_[g, [cg] * extra], np.r_[y, [0, 1] * (extra // 2) + [1] * (extra % 2)]
+            a, g = np.r_[a, [ca] * extra], np.r_[g, [cg] * extra]
+            y = np.r_[y, [0, 1] * (extra // 2) + [1] * (extra % 2)]
     return a, g, y
 
 
