@@ -251,3 +251,48 @@ def test_weighted_near_rows_and_scores_stay_unknown(tmp_path):
         else:
             assert got["sp"]["status"] == "holds", got["sp"]
         assert got["cal"]["status"] == "unknown" and "not decided from the trees' order" in got["cal"]["reason"]
+
+
+FLIP_SPEC = """data d = csv("t.csv", label = y == 1)
+features F from d {
+  a : int in [0, 3]
+  g : {A, B} protected
+}
+model m = sklearn("m.skops")  # fairspec: ignore[FS440]
+encode F for m { a : raw  g : code {A = 0, B = 1} }  # fairspec: ignore[FS427]
+property flips {
+  forall x, x' : F
+  require x.* == x'.* except {g}
+  ensure label(m(x)) == label(m(x'))
+  using data
+}
+"""
+
+
+@pytest.mark.parametrize("tie", [False, True])
+def test_label_flips_on_data(tmp_path, tie):
+    """Counterfactual flips on data (`using data`) of a threaded forest: a flip whose two rows are decided by more
+    than E (cell a = 1: 0.2 for A, 0.1 / 0.2 / 0.7 ... averaging 0.8 for B) is violated in every order (brute
+    force), with a note -- unknown before (AmbiguousRuntime); where the only flips are at a tie (a = 3, B at
+    1/2 +- ulps: label 1 in some orders only) it is unknown."""
+    import skops.io as sio
+
+    from fairspec import api
+
+    a, g, y = _frame(n=120)
+    robust = [0.9, 0.8, 0.3, 0.9, 0.95, 0.95]
+    rf, X = _forest(a, g, y, lambda c: (TIE if tie else robust) if c == ((3, 1) if tie else (1, 1)) else [0.2] * 6)
+    labels = np.array(list(_orders(rf, X)))
+    flips_in = [bool((L[(a == (3 if tie else 1)) & (g == 1)] != L[(a == (3 if tie else 1)) & (g == 0)][0]).any())
+                for L in labels]
+    sio.dump(rf, tmp_path / "m.skops")
+    pd.DataFrame({"a": a, "g": np.where(g == 1, "B", "A"), "y": y}).to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.fair").write_text(FLIP_SPEC)
+    (p,) = api.check(str(tmp_path / "s.fair")).to_dict()["properties"]
+    if tie:
+        assert set(flips_in) == {True, False}
+        assert p["status"] == "unknown" and "n_jobs = 2" in p["reason"], p
+    else:
+        assert all(flips_in)
+        assert p["status"] == "violated", p
+        assert any("same in every order" in n for n in p["details"]["notes"]), p["details"]
