@@ -296,3 +296,80 @@ def test_label_flips_on_data(tmp_path, tie):
         assert all(flips_in)
         assert p["status"] == "violated", p
         assert any("same in every order" in n for n in p["details"]["notes"]), p["details"]
+
+
+PURE_TIE = [0.0, 1.0, 0.0, 1.0, 1.0, 0.0]           # pure leaves: P(1) = 3/6 = 1/2 exactly, in every order
+THIRDS = [1 / 3, 0.0, 1 / 3, 0.5, 5 / 6, 1.0]       # P(1) = 1/2 +- ulps by the order (both labels: brute force)
+
+
+def test_pure_leaves_at_an_exact_tie_are_decided_as_predict(tmp_path):
+    """Rows of cells (a = 3, B) and (a = 2, B) whose six trees give 0 / 1 (pure leaves) summing to 3: 1/2
+    exactly in every order (certify.row_sums: every partial sum exact), so predict's first class at the tie (0)
+    in every order, though the forest has an order problem (its other leaves 0.2). Brute force: one label
+    vector over every order; fairspec decides it with no near row (before: every such row was within the
+    forest-wide E of the tie, counted both ways: unknown)."""
+    a, g, y = _frame(n=200)
+    rf, X = _forest(a, g, y, lambda c: PURE_TIE if c in ((3, 1), (2, 1)) else [0.2] * 6)
+    from fairspec.models.forest_threads import order_problem
+
+    assert order_problem(rf) is not None
+    import copy
+
+    r1 = copy.copy(rf)
+    r1.n_jobs = 1
+    assert (r1.predict_proba(X)[(a >= 2) & (g == 1), 1] == 0.5).all()
+    (labels,) = _orders(rf, X)
+    assert not any(labels) and (rf.predict(X) == np.array(labels)).all()
+    p = _check(tmp_path, rf, a, g, y, "<= 0")
+    assert p["status"] == "holds", p
+    assert p["details"]["forest_threads"]["rows_within_E"] == 0
+    assert {p["status"]} == _truth(tmp_path, rf, X, a, g, y, "<= 0")
+
+
+def test_thirds_at_a_tie_stay_counted_both_ways(tmp_path):
+    """The same cells with leaves 1/3, 0, 1/3, 1/2, 5/6, 1 (sum 3 up to ulps, both labels by the order: brute
+    force): not exact in every order, their own bound keeps them near: unknown, counted both ways."""
+    a, g, y = _frame(n=200)
+    rf, X = _forest(a, g, y, lambda c: THIRDS if c in ((3, 1), (2, 1)) else [0.2] * 6)
+    assert _truth(tmp_path, rf, X, a, g, y, "<= 0") == {"holds", "violated"}
+    p = _check(tmp_path, rf, a, g, y, "<= 0")
+    near = int(((a >= 2) & (g == 1)).sum())
+    assert p["status"] == "unknown" and f"{near} rows of 'd' lie within E" in p["reason"], p
+
+
+def test_row_sums_against_every_order():
+    """certify.row_sums on small sets of terms: a row called exact sums to one float in every order (every
+    permutation, divided by n as the forest does); every row's bound covers the spread of every order's mean;
+    dyadic_exponent is the least k with the term a multiple of 2**-k."""
+    from fractions import Fraction
+
+    from fairspec.certify.row_sums import RowSums, dyadic_exponent
+
+    for x, k in ((0.5, 1), (0.75, 2), (3.0, 0), (1024.0, -10), (0.1, 55), (2.0 ** -1074, 1074), (-0.375, 3)):
+        assert int(dyadic_exponent(np.array([x]))[0]) == k
+        q = Fraction(x) * Fraction(2) ** k
+        assert q.denominator == 1 and q.numerator % 2 == 1
+    rng = np.random.default_rng(0)
+    pools = ([0.0, 1.0], [0.0, 0.25, 0.5, 1.0], [1 / 3, 2 / 3, 0.0, 1.0], [0.1, 0.2, 0.7], [1e16, 1.0, 0.5],
+             [2.0 ** 52, 0.5, 1.0])
+    seen_exact = seen_not = 0
+    for pool in pools:
+        T = rng.choice(pool, size=(12, 6))
+        sums = RowSums()
+        for j in range(6):
+            sums.add(T[:, j])
+        ex, E = sums.exact(), sums.errors()
+        for i in range(T.shape[0]):
+            means = set()
+            for perm in itertools.permutations(T[i]):
+                s = 0.0                     # Python floats: IEEE binary64, numpy's arithmetic
+                for v in perm:
+                    s += float(v)
+                means.add(s / 6)
+            if ex[i]:
+                seen_exact += 1
+                assert len(means) == 1 and E[i] == 0
+            else:
+                seen_not += 1
+                assert max(means) - min(means) <= E[i]
+    assert seen_exact and seen_not

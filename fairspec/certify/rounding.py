@@ -257,15 +257,24 @@ def robust_rows(P, E: Fraction, threshold) -> list[bool]:
     return out
 
 
-def near_rows(P, E: Fraction, threshold):
+def near_rows(P, E, threshold):
     """The rows of P (a numpy array (rows, K)) :func:`robust_rows` does not call robust, as a boolean mask: a
     row whose every float distance (two columns, a column and the threshold) exceeds 8 E is robust outright (a
-    float difference is within a factor 1 +- u of the exact one), the others are checked exactly."""
+    float difference is within a factor 1 +- u of the exact one), the others are checked exactly. ``E`` is one
+    bound (a Fraction) or one float per row (certify.row_sums: a row's own bound, 0 for a row whose sum is the
+    same in every order -- the caller treats those apart, since E = 0 still calls a tie near)."""
     P = np.asarray(P, dtype=np.float64)
     if P.ndim == 1:
         P = P[:, None]
-    far = float(4 * E) * 2.0
+    each = np.ndim(E) == 1
+    if each:
+        E = np.asarray(E, dtype=np.float64)
+        far = np.nextafter(E * 8.0, np.inf)
+    else:
+        far = float(4 * E) * 2.0
     bad = ~np.isfinite(P).all(axis=1)          # no bound holds of a NaN / inf: near
+    if each:
+        bad |= ~np.isfinite(E)
     with np.errstate(invalid="ignore"):
         close = bad.copy()
         K = P.shape[1]
@@ -276,6 +285,8 @@ def near_rows(P, E: Fraction, threshold):
                 close |= ~(np.abs(P[:, i] - float(threshold)) > far)
     out = bad.copy()
     idx = np.flatnonzero(close & ~bad)
-    if idx.size:
+    if idx.size and each:
+        out[idx] = [not robust_rows(P[i:i + 1], fraction(float(E[i])), threshold)[0] for i in idx]
+    elif idx.size:
         out[idx] = ~np.array(robust_rows(P[idx], E, threshold), dtype=bool)
     return out

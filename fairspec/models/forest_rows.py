@@ -87,11 +87,76 @@ def one_thread(model, forests):
         model.order_problem = problem
 
 
+@contextlib.contextmanager
+def recording(forests):
+    """Each forest's trees' predict_proba, as the forest's own predict_proba calls them (an attribute of the
+    tree instance, looked up by the forest at each call), recorded: yields ``calls``, a list of (forest index,
+    tree index, output) in call order; the trees restored after."""
+    import numpy as np
+
+    calls, patched = [], []
+
+    def wrap(fi, ti, tree, orig):
+        def predict_proba(X, *args, **kwargs):
+            out = orig(X, *args, **kwargs)
+            calls.append((fi, ti, np.array(out, dtype=np.float64, copy=True) if not isinstance(out, list)
+                          else None))
+            return out
+        return predict_proba
+
+    try:
+        for fi, f in enumerate(forests):
+            for ti, tree in enumerate(f.estimators_):
+                had = "predict_proba" in vars(tree)
+                patched.append((tree, had, vars(tree).get("predict_proba")))
+                tree.predict_proba = wrap(fi, ti, tree, tree.predict_proba)
+        yield calls
+    finally:
+        for tree, had, old in patched:
+            if had:
+                tree.predict_proba = old
+            else:
+                vars(tree).pop("predict_proba", None)
+
+
+def row_sums(calls, forests, rows: int):
+    """certify.row_sums.RowSums of the trees' outputs recorded (:func:`recording`) during ONE predict_proba of
+    the model on ``rows`` rows: one forest, its trees each called once per batch, in order, the batches
+    covering the rows; None for anything else (the forest-wide bound then stands)."""
+    import numpy as np
+
+    from fairspec.certify.row_sums import RowSums
+
+    if not calls or len({c[0] for c in calls}) != 1 or any(c[2] is None or c[2].ndim != 2 for c in calls):
+        return None
+    n = len(forests[calls[0][0]].estimators_)
+    if len(calls) % n or any(c[1] != i % n for i, c in enumerate(calls)):
+        return None
+    parts = []
+    for b in range(0, len(calls), n):
+        sums = RowSums()
+        batch = calls[b:b + n]
+        if len({c[2].shape for c in batch}) != 1:
+            return None
+        for c in batch:
+            sums.add(c[2])
+        parts.append(sums)
+    if len(parts) == 1:
+        return parts[0] if parts[0].s.shape[0] == rows else None
+    out = RowSums()
+    out.n, out.k = n, np.concatenate([p.k for p in parts])
+    out.s = np.concatenate([p.s for p in parts])
+    return out if out.s.shape[0] == rows else None
+
+
 def decide_rows(model, X):
     """``(d, near, E, forests)`` of a threaded classifier forest on the encoded rows X: the model's decisions
     (``LoadedModel.decide``: its predict, or its probability against the threshold) in the trees' order, the
-    mask of rows some other order may decide otherwise (:func:`fairspec.certify.rounding.near_rows` of every
-    class's probability against 2E apart and the readout's threshold), E. None where this reading does not
+    mask of rows some other order may decide otherwise, E (the forest-wide bound). A row is near when
+    :func:`fairspec.certify.rounding.near_rows` calls it so against its OWN bound (the trees' outputs at that
+    row, as the forest's predict_proba computed them: :func:`recording`, certify.row_sums) -- never when its
+    sum is exact in every order (one float in every order: the trees' order's decision, ties included); the
+    forest-wide E for every row when the trees' outputs could not be read. None where this reading does not
     apply: no order problem, a forest that is not the model's own output, a regression, a score that is not
     the forest's probability (a logit of it)."""
     import numpy as np
@@ -107,7 +172,12 @@ def decide_rows(model, X):
     E = max(reorder_bound(f) for f in forests)       # a folded pipeline's runtime copy: the same trees
     with one_thread(model, forests):
         d = np.asarray(model.decide(X), dtype=np.int64)
-        P = np.asarray(model.library_probabilities(X), dtype=np.float64)
+        with recording(forests) as calls:
+            P = np.asarray(model.library_probabilities(X), dtype=np.float64)
     if P.ndim != 2 or P.shape[0] != d.shape[0]:
         return None
-    return d, near_rows(P, E, getattr(model.readout, "threshold", None)), E, forests
+    sums = row_sums(calls, forests, P.shape[0])
+    if sums is None:
+        return d, near_rows(P, E, getattr(model.readout, "threshold", None)), E, forests
+    near = near_rows(P, sums.errors(), getattr(model.readout, "threshold", None)) & ~sums.exact()
+    return d, near, E, forests
