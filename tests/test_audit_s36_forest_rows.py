@@ -373,3 +373,43 @@ def test_row_sums_against_every_order():
                 seen_not += 1
                 assert max(means) - min(means) <= E[i]
     assert seen_exact and seen_not
+
+
+def test_label_flip_at_an_exact_tie_of_pure_leaves(tmp_path):
+    """A flip (using data) whose B row sits at 1/2 exactly from pure leaves (0 / 1: predict's class 0 in every
+    order) and whose A row is decided 1 by a wide margin (0.9): the flip is in every order (brute force), so
+    violated with the note -- unknown before (the B row was within the forest-wide E of the tie)."""
+    import skops.io as sio
+
+    from fairspec import api
+
+    a, g, y = _frame(n=120)
+    rf, X = _forest(a, g, y, lambda c: PURE_TIE if c == (3, 1) else [0.9] * 6 if c == (3, 0) else [0.2] * 6)
+    for L in _orders(rf, X):
+        L = np.array(L)
+        assert (L[(a == 3) & (g == 1)] == 0).all() and (L[(a == 3) & (g == 0)] == 1).all()
+    sio.dump(rf, tmp_path / "m.skops")
+    pd.DataFrame({"a": a, "g": np.where(g == 1, "B", "A"), "y": y}).to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.fair").write_text(FLIP_SPEC)
+    (p,) = api.check(str(tmp_path / "s.fair")).to_dict()["properties"]
+    assert p["status"] == "violated", p
+    assert any("same in every order" in n for n in p["details"]["notes"]), p["details"]
+
+
+def test_recording_restores_the_trees():
+    """models.forest_rows.recording: the trees' outputs as the forest's predict_proba calls them, once each even
+    when two forests share their trees, and the trees left as they were (no instance attribute)."""
+    import copy
+
+    from fairspec.models.forest_rows import recording, row_sums
+
+    a, g, y = _frame(n=60)
+    rf, X = _forest(a, g, y, lambda c: THIRDS, n_jobs=1)
+    twin = copy.copy(rf)                          # the same tree objects
+    with recording([rf, twin]) as calls:
+        P = rf.predict_proba(X)
+    assert [c[1] for c in calls] == list(range(6)) and {c[0] for c in calls} == {0}
+    assert all("predict_proba" not in vars(t) for t in rf.estimators_)
+    sums = row_sums(calls, [rf, twin], X.shape[0])
+    assert sums is not None and not sums.exact().any() and (sums.errors() > 0).all()
+    assert np.array_equal(P, rf.predict_proba(X))

@@ -26,7 +26,7 @@ from dataclasses import replace
 
 from fairspec.certify.rounding import robust_rows  # noqa: F401 - the per-row rule (certify), read here too
 from fairspec.models.forest_rows import forests_of as _forests, is_own as _own, leaf_total as _leaf_total, \
-    one_thread, reorder_bound  # noqa: F401 - E and the one-thread reading, shared with the data metrics
+    one_thread, probabilities_near, reorder_bound  # noqa: F401 - E, the one-thread reading: shared with data metrics
 
 POSTS = ("prob", "class_prob", "value")
 LABELS = ("label", "class")
@@ -87,7 +87,8 @@ def decide(prop, ctx, run):
 
 def _labels(prop, model, forests, problem, run):
     """``label`` / ``class`` posts: violated where the trees' order's witness decides both its inputs by more
-    than any reordering can move (:func:`robust_rows`): every order gives the witness's labels; else unknown (a
+    than any reordering can move (:func:`robust_rows` against each input's own bound, or exact in every order:
+    :func:`probabilities_near`): every order gives the witness's labels; else unknown (a
     holds would need every input of the domain that far from a tie: not attempted)."""
     import numpy as np
 
@@ -97,11 +98,12 @@ def _labels(prop, model, forests, problem, run):
     with one_thread(model, forests):
         v = run(prop)
         if v.status == "violated" and v.witness is not None:
-            try:
-                P = np.asarray(model.library_probabilities(np.array([v.witness.x, v.witness.x_prime], dtype=float)))
+            try:       # each input against its own bound; one exact in every order is never near (row_sums)
+                P, near = probabilities_near(model, forests, np.array([v.witness.x, v.witness.x_prime], dtype=float),
+                                             E)
             except Exception:  # noqa: BLE001 - no probabilities to read a margin from: not decided this way
                 P = None
-            if P is not None and P.ndim == 2 and all(robust_rows(P, E, getattr(model.readout, "threshold", None))):
+            if P is not None and P.ndim == 2 and not near.any():
                 n_jobs = forests[0].n_jobs
                 return with_note(v, f"{model.path.name} adds its {len(forests[0].estimators_)} trees in the order its "
                                     f"n_jobs = {n_jobs} threads finish, and the witness's two inputs are decided by "

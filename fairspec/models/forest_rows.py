@@ -107,12 +107,14 @@ def recording(forests):
     try:
         for fi, f in enumerate(forests):
             for ti, tree in enumerate(f.estimators_):
+                if any(tree is p[0] for p in patched):      # a runtime copy sharing its trees: recorded once
+                    continue
                 had = "predict_proba" in vars(tree)
                 patched.append((tree, had, vars(tree).get("predict_proba")))
                 tree.predict_proba = wrap(fi, ti, tree, tree.predict_proba)
         yield calls
     finally:
-        for tree, had, old in patched:
+        for tree, had, old in reversed(patched):
             if had:
                 tree.predict_proba = old
             else:
@@ -161,8 +163,6 @@ def decide_rows(model, X):
     the forest's probability (a logit of it)."""
     import numpy as np
 
-    from fairspec.certify.rounding import near_rows
-
     if getattr(model, "order_problem", None) is None:
         return None
     forests = own_forests(model)
@@ -172,12 +172,24 @@ def decide_rows(model, X):
     E = max(reorder_bound(f) for f in forests)       # a folded pipeline's runtime copy: the same trees
     with one_thread(model, forests):
         d = np.asarray(model.decide(X), dtype=np.int64)
-        with recording(forests) as calls:
-            P = np.asarray(model.library_probabilities(X), dtype=np.float64)
+        P, near = probabilities_near(model, forests, X, E)
     if P.ndim != 2 or P.shape[0] != d.shape[0]:
         return None
-    sums = row_sums(calls, forests, P.shape[0])
-    if sums is None:
-        return d, near_rows(P, E, getattr(model.readout, "threshold", None)), E, forests
-    near = near_rows(P, sums.errors(), getattr(model.readout, "threshold", None)) & ~sums.exact()
     return d, near, E, forests
+
+
+def probabilities_near(model, forests, X, E):
+    """``(P, near)``: the model's class probabilities on X (call it on one thread: :func:`one_thread`) and the
+    mask of rows another order may decide otherwise: against each row's own bound, never a row exact in every
+    order (certify.row_sums); against the forest-wide ``E`` where the trees' outputs could not be read."""
+    import numpy as np
+
+    from fairspec.certify.rounding import near_rows
+
+    with recording(forests) as calls:
+        P = np.asarray(model.library_probabilities(X), dtype=np.float64)
+    threshold = getattr(model.readout, "threshold", None)
+    sums = row_sums(calls, forests, P.shape[0]) if P.ndim == 2 else None
+    if sums is None:
+        return P, near_rows(P, E, threshold)
+    return P, near_rows(P, sums.errors(), threshold) & ~sums.exact()
