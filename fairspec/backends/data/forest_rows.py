@@ -2,8 +2,9 @@
 
 Such a RandomForest / ExtraTrees (``n_jobs`` != 1, leaf values whose sums are not exact in every order) has no
 one output, but every order's is within E of the trees' own order's (what ``n_jobs = 1`` computes:
-:mod:`fairspec.models.forest_rows`). A row whose every class probability is more than E from the decision's
-threshold and every two more than 2E apart (:func:`fairspec.certify.rounding.near_rows`) is decided the trees'
+:mod:`fairspec.models.forest_rows`). A row whose trees' outputs sum to one float in every order
+(:mod:`fairspec.certify.row_sums`), or whose every class probability is more than its own E from the decision's
+threshold and every two more than 2E apart (:func:`fairspec.certify.rounding.near_rows`), is decided the trees'
 order's way in every order; the others, *near*, may be decided either way. The metric's counts are those of the
 trees' order (:func:`decisions`), and the near rows are kept (:class:`NearRows`) with their (group, label) cell:
 
