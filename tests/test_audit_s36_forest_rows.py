@@ -220,6 +220,14 @@ def test_robust_rows_are_decided_alike_in_every_order(trees, seed):
     moved = (labels != labels[0]).any(axis=0)
     assert not (moved & ~near).any()
     assert not near.all()
+    # each row against its own bound, a row exact in every order never near (models.forest_rows.recording)
+    from fairspec.models.forest_rows import recording, row_sums
+
+    with recording([r1]) as calls:
+        P1 = r1.predict_proba(X)
+    sums = row_sums(calls, [r1], X.shape[0])
+    own = near_rows(P1, sums.errors(), 0.5) & ~sums.exact()
+    assert not (moved & ~own).any() and not (own & ~near).any()
     P = np.array([[0.5, 0.5], [0.49999999999999994, 0.5], [0.3, 0.7]])
     assert near_rows(P, reorder_bound(rf), 0.5).tolist() == [True, True, False]
 
