@@ -241,3 +241,52 @@ def reorder_error(n: int, T: Fraction) -> Fraction:
     g, u = fraction(gamma(n, U64)), fraction(U64)
     return 2 * (g * T + u * (1 + g) * T) / n + 2 * fraction(ETA64)
 
+
+
+def robust_rows(P, E: Fraction, threshold) -> list[bool]:
+    """Per row of the trees' order's outputs P (rows, K), each column within ``E`` of any other order's
+    (:func:`reorder_error`): is every decision read from it the same in every order? Every two columns more
+    than 2E apart (a predict's argmax, the first column at a tie) and every column more than E from the
+    threshold (a label read as output > threshold; None: no threshold), exactly in rationals."""
+    out = []
+    for row in P:
+        q = [fraction(float(v)) for v in row]
+        gaps = all(abs(a - b) > 2 * E for i, a in enumerate(q) for b in q[i + 1:])
+        cut = threshold is None or all(abs(a - fraction(float(threshold))) > E for a in q)
+        out.append(gaps and cut)
+    return out
+
+
+def near_rows(P, E, threshold):
+    """The rows of P (a numpy array (rows, K)) :func:`robust_rows` does not call robust, as a boolean mask: a
+    row whose every float distance (two columns, a column and the threshold) exceeds 8 E is robust outright (a
+    float difference is within a factor 1 +- u of the exact one), the others are checked exactly. ``E`` is one
+    bound (a Fraction) or one float per row (certify.row_sums: a row's own bound, 0 for a row whose sum is the
+    same in every order -- the caller treats those apart, since E = 0 still calls a tie near)."""
+    P = np.asarray(P, dtype=np.float64)
+    if P.ndim == 1:
+        P = P[:, None]
+    each = np.ndim(E) == 1
+    if each:
+        E = np.asarray(E, dtype=np.float64)
+        far = np.nextafter(E * 8.0, np.inf)
+    else:
+        far = float(4 * E) * 2.0
+    bad = ~np.isfinite(P).all(axis=1)          # no bound holds of a NaN / inf: near
+    if each:
+        bad |= ~np.isfinite(E)
+    with np.errstate(invalid="ignore"):
+        close = bad.copy()
+        K = P.shape[1]
+        for i in range(K):
+            for j in range(i + 1, K):
+                close |= ~(np.abs(P[:, i] - P[:, j]) > far)
+            if threshold is not None:
+                close |= ~(np.abs(P[:, i] - float(threshold)) > far)
+    out = bad.copy()
+    idx = np.flatnonzero(close & ~bad)
+    if idx.size and each:
+        out[idx] = [not robust_rows(P[i:i + 1], fraction(float(E[i])), threshold)[0] for i in idx]
+    elif idx.size:
+        out[idx] = ~np.array(robust_rows(P[idx], E, threshold), dtype=bool)
+    return out

@@ -22,83 +22,19 @@ forest's own. Any other post or placement is left to the AmbiguousRuntime refusa
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import replace
+
+from fairspec.certify.rounding import robust_rows  # noqa: F401 - the per-row rule (certify), read here too
+from fairspec.models.forest_rows import forests_of as _forests, is_own as _own, leaf_total as _leaf_total, \
+    one_thread, probabilities_near, reorder_bound  # noqa: F401 - E, the one-thread reading: shared with data metrics
 
 POSTS = ("prob", "class_prob", "value")
 LABELS = ("label", "class")
 
 
-def _leaf_total(forest):
-    """T (a Fraction): the sum over the forest's trees of their largest |leaf value|."""
-    from fractions import Fraction
-
-    import numpy as np
-
-    from fairspec.certify.rounding import fraction
-    from fairspec.models.forest_threads import _leaf_terms
-
-    T = Fraction(0)
-    for m in forest.estimators_:
-        v = _leaf_terms(m)
-        if v.size:
-            T += fraction(float(np.max(np.abs(v))))
-    return T
-
-
-def reorder_bound(forest):
-    """E (a Fraction) above: how far any order's output is from the trees' order's (certify.rounding.reorder_error)."""
-    from fairspec.certify.rounding import reorder_error
-
-    return reorder_error(len(forest.estimators_), _leaf_total(forest))
-
-
 def _largest(forest):
     """T / n (a Fraction): the largest |output| the trees' exact mean can take."""
     return _leaf_total(forest) / len(forest.estimators_)
-
-
-def _forests(model) -> list:
-    from fairspec.models.forest_threads import threaded_forests
-
-    out = []
-    for est in (getattr(model, "raw", None), getattr(getattr(model, "folded", None), "runtime", None),
-                getattr(model, "pipeline", None)):
-        for f in threaded_forests(est):
-            if all(f is not g for g in out):
-                out.append(f)
-    return out
-
-
-def _own(model, forest) -> bool:
-    """Is the model's output the forest's own (the forest itself, a folded pipeline's runtime copy of it, or the
-    last step of a pipeline evaluated whole, whose predict / predict_proba is the step's on the transformed rows)?"""
-    from fairspec.models.forest_threads import FORESTS
-
-    if type(forest).__name__ not in FORESTS:
-        return False
-    for est in (getattr(model, "raw", None), getattr(getattr(model, "folded", None), "runtime", None),
-                getattr(model, "pipeline", None)):
-        steps = getattr(est, "steps", None)
-        if est is forest or (isinstance(steps, list) and steps and steps[-1][1] is forest):
-            return True
-    return False
-
-
-@contextlib.contextmanager
-def one_thread(model, forests):
-    """The model with its forests on one thread (their trees' order) for the decision, restored after."""
-    saved = [(f, f.n_jobs) for f in forests]
-    problem = model.order_problem
-    try:
-        for f, _ in saved:
-            f.n_jobs = 1
-        model.order_problem = None
-        yield
-    finally:
-        for f, n_jobs in saved:
-            f.n_jobs = n_jobs
-        model.order_problem = problem
 
 
 def decide(prop, ctx, run):
@@ -149,24 +85,10 @@ def decide(prop, ctx, run):
                          f"{inner})")
 
 
-def robust_rows(P, E, threshold) -> list[bool]:
-    """Per row of the trees' order's probabilities P (rows, K): is every decision read from it the same in every
-    order? Every two columns more than 2E apart (predict's argmax, first column at a tie) and every column more
-    than E from the threshold (a label read as probability > threshold), exactly in rationals."""
-    from fairspec.certify.rounding import fraction
-
-    out = []
-    for row in P:
-        q = [fraction(float(v)) for v in row]
-        gaps = all(abs(a - b) > 2 * E for i, a in enumerate(q) for b in q[i + 1:])
-        cut = threshold is None or all(abs(a - fraction(float(threshold))) > E for a in q)
-        out.append(gaps and cut)
-    return out
-
-
 def _labels(prop, model, forests, problem, run):
     """``label`` / ``class`` posts: violated where the trees' order's witness decides both its inputs by more
-    than any reordering can move (:func:`robust_rows`): every order gives the witness's labels; else unknown (a
+    than any reordering can move (:func:`robust_rows` against each input's own bound, or exact in every order:
+    :func:`probabilities_near`): every order gives the witness's labels; else unknown (a
     holds would need every input of the domain that far from a tie: not attempted)."""
     import numpy as np
 
@@ -176,11 +98,12 @@ def _labels(prop, model, forests, problem, run):
     with one_thread(model, forests):
         v = run(prop)
         if v.status == "violated" and v.witness is not None:
-            try:
-                P = np.asarray(model.library_probabilities(np.array([v.witness.x, v.witness.x_prime], dtype=float)))
+            try:       # each input against its own bound; one exact in every order is never near (row_sums)
+                P, near = probabilities_near(model, forests, np.array([v.witness.x, v.witness.x_prime], dtype=float),
+                                             E)
             except Exception:  # noqa: BLE001 - no probabilities to read a margin from: not decided this way
                 P = None
-            if P is not None and P.ndim == 2 and all(robust_rows(P, E, getattr(model.readout, "threshold", None))):
+            if P is not None and P.ndim == 2 and not near.any():
                 n_jobs = forests[0].n_jobs
                 return with_note(v, f"{model.path.name} adds its {len(forests[0].estimators_)} trees in the order its "
                                     f"n_jobs = {n_jobs} threads finish, and the witness's two inputs are decided by "

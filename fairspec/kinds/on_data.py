@@ -17,8 +17,17 @@ def run(prop, ctx, progress=None):
         return run_group_metric(prop, ctx, resamples=setting(prop, "bootstrap", "data"),
                                 timeout=setting(prop, "timeout", "data"),
                                 why=plan(prop, ctx.spec).why if prop.data is None else None)
+    from fairspec.kinds.forest_margin import decide as by_margin      # a forest adding its trees in thread order
+
+    # its flips found on one thread (the trees' order) are kept where no order can undo them: a label pair
+    # decided by more than E, a difference past eps + 2E (kinds/forest_margin); else unknown
+    return by_margin(prop, ctx, lambda p: _flips(p, ctx, progress)) or _flips(prop, ctx, progress)
+
+
+def _flips(prop, ctx, progress):
     from fairspec import ir
     from fairspec.backends.data.flips import run_flips
+    from fairspec.planning import setting
     from fairspec.verdict import unknown
 
     if prop.kind == "individual_fairness" and prop.post in ir.MULTI_POSTS:  # issue 25: flips compare the binary decision only, for now

@@ -14,7 +14,8 @@ largest possible total times ``2**k`` is below ``2**53``, is exact whatever the 
 trees, whose leaves hold the probabilities 0 and 1, is one) and is decided as before. Any other threaded forest is
 :class:`~fairspec.models.base.AmbiguousRuntime` wherever fairspec reads it (every property of it is ``unknown``,
 the sentence naming ``n_jobs`` and the fix: set ``n_jobs = 1`` before saving), except where
-:mod:`fairspec.kinds.forest_margin` decides a pair property by a margin larger than any reordering's error. A model
+:mod:`fairspec.kinds.forest_margin` decides a pair property by a margin larger than any reordering's error and
+:mod:`fairspec.backends.data.forest_rows` a metric of its decisions on data row by row. A model
 with ``n_jobs`` 1 / None sums its trees in their order, bit for bit fairspec's: nothing changes.
 
 :func:`threaded_forests` walks the estimator (a Pipeline's steps, a Voting / Stacking / Bagging ensemble's
@@ -188,4 +189,5 @@ def lint_sentence(model: str, found: tuple) -> str:
             f"trees' outputs in the order the threads finish, so where its leaf values do not sum exactly in "
             f"every order its predict is not a function of its input in the last bits (two calls can differ at "
             f"a tie); check decides it as one function only where every sum is exact in every order (fully "
-            f"grown trees, leaves 0 / 1), and says unknown otherwise")
+            f"grown trees, leaves 0 / 1), otherwise only by a margin larger than any reordering moves an output "
+            f"(a pair property, a metric of its decisions on data row by row), and says unknown elsewhere")

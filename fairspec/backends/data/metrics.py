@@ -46,6 +46,10 @@ def decisions(ctx, model_name: str, values: dict, n: int, memo: dict | None = No
         X = model_input(ctx, model_name, values, n, memo)
         d, z, thr = batching.decide_and_score(model, X)
         memo[("fragile", model_name)] = batching.decision_fragile(model, X, d, z, thr)
+    elif getattr(model, "order_problem", None) is not None:      # a forest adding its trees in thread order
+        from fairspec.backends.data.forest_rows import decisions as forest_decisions
+
+        d = forest_decisions(model, model_input(ctx, model_name, values, n, memo), memo, model_name)
     else:
         d = model.decide(model_input(ctx, model_name, values, n, memo))
     if memo is not None:
@@ -87,6 +91,10 @@ def _scores(ctx, model_name: str, rows, values: dict, n: int, memo: dict | None)
     model = ctx.model(model_name)
     if getattr(model, "format", None) == "rule":
         raise NoScore(f"model '{m.name}' is a rule: it decides, but has no score")
+    if getattr(model, "order_problem", None) is not None:     # a forest adding its trees in thread order
+        from fairspec.backends.data.forest_rows import score_refusal
+
+        raise score_refusal(model)
     read, logit = model.prob_reader()          # a booster declared by its margin: its library's probability
     s = read(model_input(ctx, model_name, values, n, memo))
     if memo is not None:                       # what the runtime computed (batching's spread is about it)
@@ -137,6 +145,7 @@ class Counts:
     combinations: int | None = None  # crossed groups too many to enumerate: only occupied cells are listed
     fragile: batching.Fragile | None = None  # rows another batching of the runtime decides otherwise
     edges: batching.BinEdges | None = None   # calibration: rows another batching may put in another bin
+    forest: object | None = None     # forest_rows.NearRows: rows a forest adding in thread order may decide otherwise
 
 
 # Poisson(1) cumulative probabilities P[K <= k], k = 0..19 (the rest, < 1e-18, counts as 19)
@@ -216,6 +225,7 @@ class _Counter:
                          else None if scoring else ("fragile", prop.model))
             self.fragile = batching.Fragile() if not self.calib else None      # calibration: bins, not decisions
             self.edges = batching.BinEdges() if self.calib else None
+        self.forest = None                     # forest_rows.NearRows, when decisions() found a threaded forest
         if self.poisson:  # sized before it starts: R resamples of every occupied cell are kept
             G = len(self.cellids)
             if not self.cellids.dense:  # at most one occupied cell per row
@@ -246,6 +256,12 @@ class _Counter:
         idx = self.cellids.index(values, n)
         G = len(self.cellids)
         w = rows.numeric(self.wcol) if self.wcol else None
+        if memo is not None and ("forest_near", prop.model) in memo and prop.param("rate") != "scoring" and \
+                prop.param("class") is None and prop.param("threshold") is None:
+            from fairspec.backends.data.forest_rows import NearRows
+
+            self.forest = self.forest or NearRows()
+            self.forest.add(memo[("forest_near", prop.model)], idx, y, w, d)
         if self.fragile is not None and memo is not None:
             found = memo.get(self.fkey) if self.fkey is not None else batching.median_fragile(
                 ctx.model(prop.model), model_input(ctx, prop.model, values, n, memo), memo[("raw", prop.model)],
@@ -316,13 +332,13 @@ class _Counter:
                 pad[axis] = (0, G - v.shape[axis])
                 setattr(c, f, np.pad(v, pad))
         c.fragile = self.fragile if self.fragile is not None and self.fragile.near else None
-        c.edges = self.edges
+        c.edges, c.forest = self.edges, self.forest
         if ids.dense:
             c.names = ids.names()
         else:
             order = ids.order()
             c.names = ids.names(order)
-            for f in (c.fragile, c.edges):      # the fragile rows' cells in the same order
+            for f in (c.fragile, c.edges, c.forest):      # the fragile rows' cells in the same order
                 if f is not None:
                     f.renumber(order)
             for f, axis in (("cells", 0), ("sizes", 0), ("bins", 0), ("score_sums", 0), ("boot_cells", 1),
@@ -467,7 +483,13 @@ def run_group_metric(prop: ir.GroupMetric, ctx, *, resamples: int, timeout: floa
     ``why``, the planner's reason for a property over a distribution that is not the data's."""
     t0 = time.perf_counter()
     try:
-        return _run_group_metric(prop, ctx, resamples, Budget(ctx, timeout), why, t0)
+        v = _run_group_metric(prop, ctx, resamples, Budget(ctx, timeout), why, t0)
+        note = ((v.details or {}).get("forest_threads") or {}).get("note")
+        if note and v.status in ("holds", "violated"):       # decided in every order of a threaded forest
+            from fairspec.verdict import with_note
+
+            v = with_note(v, note)
+        return v
     except OutOfTime as e:
         return unknown(prop, e.reason(), backend="data", seconds=time.perf_counter() - t0,
                        details={"timed_out": {"budget": e.limit, "rows": e.rows, "resamples": e.resamples}})
@@ -593,6 +615,14 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
             poisson_multiplicities)
         if batched:
             return Verdict(prop.name, prop.kind, "unknown", reason=batched, **common)
+    if c.forest is not None:        # a forest adding its trees in thread order: its rows within E of a threshold
+        from fairspec.backends.data.forest_rows import decide as forest_decide
+
+        threaded, details["forest_threads"] = forest_decide(
+            prop, c, c.forest, "unknown" if why_unknown else status, shown,
+            lambda c2: _status_of(prop, c2, eligible, R, n), prop.data)
+        if threaded:
+            return Verdict(prop.name, prop.kind, "unknown", reason=threaded, **common)
     why_unknown = (why_unknown or undefined_reason(prop, cells, eligible, names, status)
                    or (None if mdef.form == "between_inequality" else small_undo_reason(
                        prop, claim, small, opts.min_group_size, status, mdef.form not in ("ratio", "min_rate")))
@@ -618,21 +648,24 @@ def _batched(prop: ir.GroupMetric, c: Counts, eligible, R: int, n: int, status: 
     """The reason of an ``unknown`` when the verdict changes with the decisions of the rows another
     batching of the runtime decides otherwise (:mod:`fairspec.backends.data.batching`), else None; the
     rows and the metric's range go to ``details["batching"]`` either way."""
-    def status_of(c2: Counts):
-        v2 = float(evaluate_counts(prop, c2.cells, eligible, c2.bins, c2.score_sums)[0])
-        if np.isnan(v2):
-            return "unknown", v2
-        b2 = bootstrap(prop, c2, R, np.random.default_rng(prop.options.seed), eligible)[0]
-        b2 = b2[~np.isnan(b2)]
-        a = 1.0 - prop.options.confidence
-        lo2, hi2 = (float(np.quantile(b2, a / 2)), float(np.quantile(b2, 1 - a / 2))) if b2.size else (v2, v2)
-        x2 = _exact(prop, c2, eligible)
-        st, why = _decide(prop, c2, x2, v2, min(lo2, v2), max(hi2, v2), n, {})
-        return ("unknown" if why else st), (float(x2) if x2 is not None else v2)
-
-    reason, details["batching"] = batching.decide(prop, c, c.fragile, status, value, status_of, prop.data,
+    reason, details["batching"] = batching.decide(prop, c, c.fragile, status, value,
+                                                  lambda c2: _status_of(prop, c2, eligible, R, n), prop.data,
                                                   poisson_multiplicities)
     return reason
+
+
+def _status_of(prop: ir.GroupMetric, c2: Counts, eligible, R: int, n: int):
+    """(status, value) of other counts, decided as the metric's own decision does (bootstrap included)."""
+    v2 = float(evaluate_counts(prop, c2.cells, eligible, c2.bins, c2.score_sums)[0])
+    if np.isnan(v2):
+        return "unknown", v2
+    b2 = bootstrap(prop, c2, R, np.random.default_rng(prop.options.seed), eligible)[0]
+    b2 = b2[~np.isnan(b2)]
+    a = 1.0 - prop.options.confidence
+    lo2, hi2 = (float(np.quantile(b2, a / 2)), float(np.quantile(b2, 1 - a / 2))) if b2.size else (v2, v2)
+    x2 = _exact(prop, c2, eligible)
+    st, why = _decide(prop, c2, x2, v2, min(lo2, v2), max(hi2, v2), n, {})
+    return ("unknown" if why else st), (float(x2) if x2 is not None else v2)
 
 
 def _exact(prop: ir.GroupMetric, c: Counts, eligible):
