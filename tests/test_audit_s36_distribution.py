@@ -1,0 +1,95 @@
+"""Session 36 audit (h6): group metrics over a declared distribution against brute force on the model's own
+runtime -- every point of the (small) domain, its probability a product of the declared decimals as Fractions,
+the model's own ``predict`` deciding it (scikit-learn's ``classes_[index]``), each group's PPV a Fraction."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn")
+
+
+def _check(tmp_path, spec: str, models: dict):
+    import fairspec
+
+    (tmp_path / "s.fair").write_text(spec)
+    rep = fairspec.check(tmp_path / "s.fair", models=models).report
+    assert not [d.message for d in rep.diagnostics if d.is_error] and not rep.internal_errors, (
+        [d.message for d in rep.diagnostics], rep.internal_errors)
+    return {v.name: v for v in rep.verdicts}
+
+
+def _props(metric: str, groups: str, value: Fraction, backends=("using ssat", "using elimination")) -> str:
+    """The claim at the exact value with each comparison, on each backend."""
+    t = f"{float(value):.12g}"
+    assert Fraction(t) == value
+    out = []
+    for b, backend in enumerate(backends):
+        for o, op in enumerate(("<", "<=", ">", ">=")):
+            out.append(f"property {metric}_{b}_{o} {{\n  {metric}(clf, groups {groups}, distribution d) {op} {t}\n"
+                       f"  {backend}\n}}\n")
+    return "".join(out)
+
+
+def _judge(verdicts: dict, value: Fraction):
+    for name, v in verdicts.items():
+        op = ("<", "<=", ">", ">=")[int(name.rsplit("_", 1)[1])]
+        truth = {"<": False, "<=": True, ">": False, ">=": True}[op]
+        assert v.status == ("holds" if truth else "violated"), (name, v.status, v.value, v.reason, str(value))
+        assert Fraction(v.details["exact_value"]) == value, (name, v.details.get("exact_value"), str(value))
+
+
+CODED = """features W {
+  S : bool protected
+  X : bool
+  C : {c0, c1, c2}
+}
+model clf = sklearn("m.skops")
+encode W for clf {
+  S : raw
+  X : code {false = 0.3, true = 1.7}
+  C : code {c0 = 0.7, c1 = 0.2, c2 = 2.9}
+}
+distribution d {
+  p(X | S) = 0.3
+  p(X | not S) = 0.6
+  p(C = c0) = 0.25
+  p(C = c1) = 0.35
+}
+"""
+
+
+@pytest.mark.parametrize("kind", ["tree", "boosted"])
+def test_code_encoded_columns_outside_0_to_k_minus_1_are_compiled_over_their_codes(tmp_path, kind):
+    """A code-encoded column whose codes lie outside [0, k - 1] (`code {false = 0.3, true = 1.7}`): the tree
+    compiler's box for it was (-0.5, k - 1], so the cuts above k - 1 were dropped and the points coded there
+    decided by the wrong side (a GradientBoosting model compiled into ONE leaf: least_favoured `violated` for
+    `<= 0` when its true value was 0). Failed before the fix (the tree read as constant: PPVs 0, `holds (proved)`
+    of `most_favoured < 0.36`)."""
+    from sklearn.ensemble import GradientBoostingClassifier
+    from sklearn.tree import DecisionTreeClassifier
+
+    xcode, ccode = {0: 0.3, 1: 1.7}, {0: 0.7, 1: 0.2, 2: 2.9}
+    grid = list(itertools.product(range(2), range(2), range(3)))
+    X = np.array([[s, xcode[x], ccode[c]] for s, x, c in grid], dtype=float)
+    y = np.array([int(x == 1 and c == 2) for s, x, c in grid])       # positive iff X and C = c2 (code 2.9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = (DecisionTreeClassifier(random_state=0) if kind == "tree"
+               else GradientBoostingClassifier(n_estimators=5, max_depth=2, random_state=0)).fit(np.repeat(X, 3, 0),
+                                                                                                  np.repeat(y, 3))
+    decided = est.predict(X) == est.classes_[1]
+    assert (decided == y.astype(bool)).all()
+    pc = {0: Fraction(1, 4), 1: Fraction(35, 100), 2: Fraction(40, 100)}
+    px = {1: Fraction(3, 10), 0: Fraction(6, 10)}         # p(X | S = s)
+    ppv = {s: sum((px[s] if x else 1 - px[s]) * pc[c] for (s2, x, c), d in zip(grid, decided) if s2 == s and d)
+           for s in (0, 1)}
+    value = max(ppv.values())
+    assert value == Fraction(6, 10) * Fraction(4, 10)
+    v = _check(tmp_path, CODED + _props("most_favoured", "S", value), {"clf": est})
+    _judge(v, value)
