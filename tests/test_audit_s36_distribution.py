@@ -93,3 +93,65 @@ def test_code_encoded_columns_outside_0_to_k_minus_1_are_compiled_over_their_cod
     assert value == Fraction(6, 10) * Fraction(4, 10)
     v = _check(tmp_path, CODED + _props("most_favoured", "S", value), {"clf": est})
     _judge(v, value)
+
+
+COMPOUND = """features W {
+  S : bool protected
+  R : {r0, r1, r2} protected
+  X : bool
+  C : {c0, c1, c2, c3}
+}
+model clf = sklearn("m.skops", index = 0)
+encode W for clf {
+  S : onehot
+  R : code
+  X : raw
+  C : onehot
+}
+distribution d {
+  p(X | S, R = r0) = 0.41
+  p(X | S, R = r1) = 0.07
+  p(X | S, R = r2) = 0.9
+  p(X | not S, R = r0) = 0.5
+  p(X | not S, R = r1) = 0.333
+  p(X | not S, R = r2) = 0
+  p(C = c0 | X) = 0.1
+  p(C = c1 | X) = 0.2
+  p(C = c2 | X) = 0.3
+  p(C = c0 | not X) = 0.25
+  p(C = c1 | not X) = 0.25
+  p(C = c2 | not X) = 0.25
+  p(C = c3 | not X) = 0.25
+}
+"""
+
+
+def test_linear_model_over_compound_groups_and_correlated_features_dp_and_ssat_agree_with_brute_force(tmp_path):
+    """A logistic regression whose positive class is classes_[0] ("no", index = 0), over compound groups S x R
+    and a network where X depends on both protected features and C on X: dp (FVGM's DP) and ssat give the value
+    brute force gives on the model's own predict, at thresholds placed at the exact value (`<` fails, `<=`
+    holds). A cross-check (no defect found here)."""
+    from sklearn.linear_model import LogisticRegression
+
+    grid = list(itertools.product(range(2), range(3), range(2), range(4)))
+    oh = np.eye(4)
+    X = np.array([[1 - s, s, r, x, *oh[c]] for s, r, x, c in grid], dtype=float)
+    y = np.array(["yes" if (2 * x + (c in (1, 3)) + r - s) >= 2 else "no" for s, r, x, c in grid])
+    est = LogisticRegression(C=10.0).fit(np.repeat(X, 4, 0), np.repeat(y, 4))
+    decided = est.predict(X) == est.classes_[0]
+    F = Fraction
+    px = {(1, 0): F(41, 100), (1, 1): F(7, 100), (1, 2): F(9, 10), (0, 0): F(1, 2), (0, 1): F(333, 1000), (0, 2): F(0)}
+    pc = {1: [F(1, 10), F(2, 10), F(3, 10), F(4, 10)], 0: [F(1, 4)] * 4}
+    ppv = {}
+    for (s, r, x, c), d in zip(grid, decided):
+        w = (px[s, r] if x else 1 - px[s, r]) * pc[x][c]
+        ppv[s, r] = ppv.get((s, r), F(0)) + (w if d else 0)
+    for metric, value in (("statistical_parity", max(ppv.values()) - min(ppv.values())),
+                          ("least_favoured", min(ppv.values()))):
+        spec = COMPOUND + "".join(
+            f"property {metric}_{b}_{o} {{\n  {metric}(clf, groups S x R, distribution d) {op} "
+            f"{float(value):.12g}\n  using {backend}\n}}\n"
+            for b, backend in enumerate(("dp", "ssat")) for o, op in enumerate(("<", "<=")) if o or value > 0)
+        assert F(f"{float(value):.12g}") == value
+        v = _check(tmp_path, spec, {"clf": est})
+        _judge(v, value)
