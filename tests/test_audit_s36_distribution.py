@@ -155,3 +155,42 @@ def test_linear_model_over_compound_groups_and_correlated_features_dp_and_ssat_a
         assert F(f"{float(value):.12g}") == value
         v = _check(tmp_path, spec, {"clf": est})
         _judge(v, value)
+
+
+DECIMALS = """features W {
+  S : bool protected
+  C : {c0, c1, c2}
+}
+model clf = sklearn("m.skops")
+encode W for clf {
+  S : raw
+  C : onehot
+}
+distribution d {
+%s
+}
+"""
+
+
+def test_decimal_probabilities_are_read_as_written_or_refused(tmp_path):
+    """A tree positive on C in {c0, c1}: with p(c0) = 0.1, p(c1) = 0.2 written, the value is 3/10 exactly (float64
+    sums 0.30000000000000004, above 0.3): `<= 0.3` holds (proved) and `< 0.3` is violated on every backend; the
+    rows 0.1 + 0.2 + 0.7 sum to 1 in rationals (1.0000000000000002 in float64) and are one distribution. 1/3
+    written as 0.3333 three times sums to 0.9999: refused (FS310), never proved about some other distribution."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    X = np.array([[s, *np.eye(3)[c]] for s in range(2) for c in range(3)], dtype=float)
+    y = np.array([int(c < 2) for s in range(2) for c in range(3)])
+    est = DecisionTreeClassifier(random_state=0).fit(X, y)
+    assert (est.predict(X) == y).all()
+    value = Fraction(3, 10)
+    for rows in ("  p(C = c0) = 0.1\n  p(C = c1) = 0.2", "  p(C = c0) = 0.1\n  p(C = c1) = 0.2\n  p(C = c2) = 0.7"):
+        v = _check(tmp_path, DECIMALS % rows + _props("most_favoured", "S", value), {"clf": est})
+        _judge(v, value)
+        assert all(x.how == "proved" for x in v.values() if x.status == "holds")
+    import fairspec
+
+    (tmp_path / "s.fair").write_text(DECIMALS % "  p(C = c0) = 0.3333\n  p(C = c1) = 0.3333\n  p(C = c2) = 0.3333"
+                                     + "property q {\n  most_favoured(clf, groups S, distribution d) >= 0.6\n}\n")
+    rep = fairspec.check(tmp_path / "s.fair", models={"clf": est}).report
+    assert [d.code for d in rep.diagnostics if d.is_error] == ["FS310"], [d.message for d in rep.diagnostics]
