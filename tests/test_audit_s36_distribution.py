@@ -194,3 +194,52 @@ def test_decimal_probabilities_are_read_as_written_or_refused(tmp_path):
                                      + "property q {\n  most_favoured(clf, groups S, distribution d) >= 0.6\n}\n")
     rep = fairspec.check(tmp_path / "s.fair", models={"clf": est}).report
     assert [d.code for d in rep.diagnostics if d.is_error] == ["FS310"], [d.message for d in rep.diagnostics]
+
+
+TIES = """features W {
+  S : bool protected
+  X : bool
+  C : {c0, c1, c2}
+}
+model clf = sklearn("m.skops", index = 0)
+encode W for clf {
+  S : raw
+  X : raw
+  C : code
+}
+distribution d {
+  p(X | S) = 0.3
+  p(X | not S) = 0.6
+  p(C = c0) = 0.25
+  p(C = c1) = 0.35
+}
+"""
+
+
+def test_linear_model_whose_positive_class_is_classes_0_keeps_predicts_tie():
+    """A linear model with dyadic weights whose score is exactly 0 on some points (predict gives classes_[0]
+    there), read with index = 0: FVGM's rule for classes_[0] was `-score >= T` strict (T = floor + 1), which
+    calls the tie points negative where predict calls them positive; every such point disagreed, so the rule
+    never stood for the model: `unknown` with the rule's value 0.3 (the model's is 16/25). Now the rule of
+    classes_[0] is `-score >= ceil(...)`, predict's tie side: holds (proved) / violated at the exact value, on dp
+    and ssat. Failed before the fix (unknown)."""
+    import tempfile
+    from pathlib import Path
+
+    from sklearn.linear_model import LogisticRegression
+
+    grid = list(itertools.product(range(2), range(2), range(3)))
+    X = np.array(grid, dtype=float)
+    est = LogisticRegression().fit(X, (X[:, 1] > 0).astype(int))
+    est.coef_, est.intercept_ = np.array([[0.5, 1.0, -0.5]]), np.array([0.0])
+    decided = est.predict(X) == est.classes_[0]
+    pc = {0: Fraction(1, 4), 1: Fraction(35, 100), 2: Fraction(40, 100)}
+    px = {1: Fraction(3, 10), 0: Fraction(6, 10)}
+    ppv = {s: sum((px[s] if x else 1 - px[s]) * pc[c] for (s2, x, c), d in zip(grid, decided) if s2 == s and d)
+           for s in (0, 1)}
+    value = max(ppv.values())
+    assert value == Fraction(16, 25)
+    with tempfile.TemporaryDirectory() as tmp:
+        v = _check(Path(tmp), TIES + _props("most_favoured", "S", value, backends=("using dp", "using ssat")),
+                   {"clf": est})
+    _judge(v, value)
