@@ -452,10 +452,11 @@ def _model_variables(variables, code_vars, fs):
 MAX_COMPILED_LEAVES = 4096
 
 
-def _compiled(model: ir.Model, trees, cols, fs: ir.FeatureSet, decide=None):
+def _compiled(model: ir.Model, trees, cols, fs: ir.FeatureSet, decide=None, code_vars=None):
     """A forest's or boosted model's decision as one decision tree over the model's inputs
-    (:mod:`fairspec.backends.trees.compile`), within the encoded domain; Unsupported when its
-    Boolean form would have more than MAX_COMPILED_LEAVES leaves."""
+    (:mod:`fairspec.backends.trees.compile`), within the encoded domain (a code-encoded column: its
+    codes as written, ``code {false = 0.3, true = 1.7}`` too); Unsupported when its Boolean form would
+    have more than MAX_COMPILED_LEAVES leaves."""
     from fairspec.backends.trees.compile import TooLarge, compile_decision
 
     lo, hi = np.full(len(cols), -np.inf), np.full(len(cols), np.inf)
@@ -465,7 +466,12 @@ def _compiled(model: ir.Model, trees, cols, fs: ir.FeatureSet, decide=None):
             lo[i], hi[i] = -0.5, 1.0
             continue
         dom = getattr(f, "domain", None)
-        if isinstance(dom, (ir.IntRange, ir.RealRange)) and c.scale > 0:
+        if code_vars and c.feature in code_vars:
+            # the codes the column holds (session 36, h6: the box was (-0.5, k - 1], which a code of 1.7 or
+            # 2.9 lies outside, so the cuts above k - 1 were dropped and such points decided by the wrong side)
+            codes = [float(x) for x in code_vars[c.feature].values]
+            lo[i], hi[i] = float(np.nextafter(min(codes), -np.inf)), max(codes)
+        elif isinstance(dom, (ir.IntRange, ir.RealRange)) and c.scale > 0:
             a, b = (float(dom.lo) - c.offset) / c.scale, (float(dom.hi) - c.offset) / c.scale
             lo[i], hi[i] = float(np.nextafter(a, -np.inf)), b
         elif f is not None and f.is_discrete:
@@ -501,7 +507,7 @@ def _sklearn_form(model: ir.Model, ctx, fs: ir.FeatureSet) -> Form:
 
         # boxes at the decision threshold are decided by the library's own predict
         est, positive = _compiled(model, trees, cols, fs,
-                                  decide=lambda X: runtime_outputs(loaded, X, "label")), 1
+                                  decide=lambda X: runtime_outputs(loaded, X, "label"), code_vars=code_vars), 1
         name = f"{name} compiled into one decision tree ({est.tree_.n_leaves} leaves)"
     if hasattr(est, "tree_") and hasattr(est, "classes_"):
         from fairspec.backends.boolean.forms import tree_from_sklearn, tree_split_points

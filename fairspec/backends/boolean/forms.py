@@ -543,8 +543,9 @@ def linear_from_sklearn(est, columns: Sequence[Column], variables: Mapping[str, 
 
     def build(l):
         iw = {f: np.round(l * w / scale).astype(np.int64) for f, w in W.items()}
-        # positive iff sum_f W_f + b > 0  ~  sum round(l W/scale) >= floor(-l b/scale) + 1
-        thr = int(math.floor(-l * b / scale)) + 1
+        # positive iff sum_f W_f + b > 0  ~  sum round(l W/scale) >= floor(-l b/scale) + 1; of classes_[0]
+        # (sign -1) iff the model's score <= 0, predict's tie included: ~ sum >= ceil(-l b/scale)
+        thr = int(math.floor(-l * b / scale)) + 1 if sign > 0 else int(math.ceil(-l * b / scale))
         return iw, thr
 
     agreement = None
