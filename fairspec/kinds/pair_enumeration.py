@@ -664,7 +664,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     # certified measure of anything the verdict decides: none is shown
     shown = value if mode == "maximize" else None
     if moved and moved.get("moved") and res.proof is not None:      # a pair another batch may break
-        return unknown(prop, batched_reason(f"{moved['near']:,} of the {pairs:,} {adm} lie", moved),
+        return unknown(prop, batched_reason(f"{moved['near']:,} of the {pairs:,} {adm} lie", moved, model),
                        backend=backend, seconds=seconds, details=details, value=shown, bound=bound)
     if res.proof is not None:
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=value if mode == "maximize" else None,
@@ -693,7 +693,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         if not bad.any():                   # else one a user reproduces: alone, as a pair and reversed
             replayed = reproduced_pair(prop, model, X, N, a, b, fragile, post, score_kind, s)
             if replayed is None:
-                return unknown(prop, batched_reason("every violating pair lies", moved), backend=backend,
+                return unknown(prop, batched_reason("every violating pair lies", moved, model), backend=backend,
                                seconds=seconds, details=details, value=shown, bound=bound)
             details["runtime_rounding"] = rounding_details({**moved, "reproduced": True})
             bad[replayed[0]] = True

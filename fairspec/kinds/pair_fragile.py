@@ -81,11 +81,16 @@ def rounding_details(moved: dict) -> dict:
     return out
 
 
-def batched_reason(which: str, moved: dict) -> str:
-    """The reason of an ``unknown`` left by :func:`~fairspec.kinds.pair_enumeration._rounded_apart`."""
+def batched_reason(which: str, moved: dict, model=None) -> str:
+    """The reason of an ``unknown`` left by :func:`~fairspec.kinds.pair_enumeration._rounded_apart`; of a
+    scikit-learn meta-estimator, what would let fairspec decide (:func:`fairspec.models.meta_estimators.hint`)."""
+    from fairspec.models.meta_estimators import hint
+
     rounding = "an assumed bound of the runtime's rounding" if moved.get("assumed") else "the runtime's rounding"
+    why = hint(model) if moved.get("assumed") and model is not None else None
     return (f"{which} within {rounding} of the threshold, and the runtime may round {moved['moved']:,} "
-            f"of their points differently in another batch size or order: {BATCHED}")
+            f"of their points differently in another batch size or order" + (f" ({why})" if why else "") +
+            f": {BATCHED}")
 
 
 def lower_end(lo: float, spread: float, post: str, kind: str, margin: float) -> float:

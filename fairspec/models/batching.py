@@ -45,7 +45,8 @@ def rounds_by_batch(model) -> bool:
     """Does the runtime round a point differently in other batches, with no error bound of its own? A
     torch module, a float64 ONNX graph (:func:`batch_dependent`), or a scikit-learn model whose final
     estimator is not a tree model (a tree model, an XGBClassifier / LGBMClassifier too, compares and adds in a
-    fixed order per individual)."""
+    fixed order per individual) nor a meta-estimator of tree models combined row by row
+    (:func:`fairspec.models.meta_estimators.row_fixed`)."""
     fmt = getattr(model, "format", "")
     if fmt == "torch":
         return True
@@ -61,7 +62,12 @@ def rounds_by_batch(model) -> bool:
     # a pipeline's XGBClassifier / LGBMClassifier adds its trees per row in a fixed order, as the same
     # booster loaded from its own file (format xgboost / lightgbm, not batch dependent) does
     if type(final).__name__ not in SKLEARN_TREES + SKLEARN_REGRESSORS + BOOSTER_CLASSIFIERS:
-        return True
+        from fairspec.models.meta_estimators import row_fixed
+
+        # a meta-estimator of tree models combined row by row in a fixed order (a soft vote, a bag on one job,
+        # a calibration, one-vs-rest of fewer than 8 classes, a stack): as a tree model
+        if not row_fixed(final):
+            return True
     # ... once its input is: a pipeline evaluated whole runs its own steps before the trees, and a step
     # that sums over columns (PCA: 3,170 of 9,000 values differed by batch, up to 2.3e-13, in a review of
     # session 29) may move a value across a split threshold by batch; steps computing each cell alone

@@ -37,7 +37,8 @@ def threaded(est) -> bool:
 
 def threaded_forests(est, depth: int = 0) -> list:
     """Every threaded forest (:func:`threaded`) in the estimator: itself, a Pipeline's steps, a
-    ColumnTransformer's transformers, an ensemble's fitted members (Voting, Stacking, Bagging), nested."""
+    ColumnTransformer's transformers, an ensemble's fitted members (Voting, Stacking, Bagging, OneVsRest), a
+    CalibratedClassifierCV's calibrated members, a FrozenEstimator's model, nested."""
     if est is None or depth > 8:
         return []
     if threaded(est):
@@ -53,6 +54,10 @@ def threaded_forests(est, depth: int = 0) -> list:
     for name in ("estimators_", "final_estimator_", "estimator_"):
         v = getattr(est, name, None)
         kids.extend(v if isinstance(v, (list, tuple)) else [v])
+    # CalibratedClassifierCV's fitted members (calibrated_classifiers_[i].estimator), a FrozenEstimator's model
+    kids.extend(getattr(c, "estimator", None) for c in getattr(est, "calibrated_classifiers_", None) or ())
+    if type(est).__name__ == "FrozenEstimator":
+        kids.append(getattr(est, "estimator", None))
     for k in kids:
         if k is not None and not isinstance(k, str):
             out.extend(threaded_forests(k, depth + 1))

@@ -10,6 +10,7 @@ import zipfile
 from .base import (LoadedModel, ModelLoadError, check_score_kind, loading_pickle, readout_for, require_file,
                    short_error)
 from .forest_threads import order_problem
+from .meta_estimators import no_score_hint
 from .peek_sklearn import refuse_no_one_class
 from .readout import positive_class_problem
 
@@ -284,9 +285,8 @@ class SklearnModel(LoadedModel):
             return
         refuse_no_one_class(est, path)      # an outlier detector; classes_ a list of class arrays, one per output
         if not (has_proba or has_dec):
-            raise ModelLoadError(
-                f"{path} holds a {type(est).__name__}, which has neither predict_proba nor decision_function", path
-            )
+            raise ModelLoadError(f"{path} holds a {type(est).__name__}, which has neither predict_proba nor "
+                                 f"decision_function{no_score_hint(est)}", path)
         if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
             raise ModelLoadError(f"the index {index!r} chosen for scikit-learn model {path} is not a non-negative integer", path)
 

@@ -1,0 +1,132 @@
+"""scikit-learn meta-estimators whose every row is computed alike in any batch: small domains decided on them.
+
+fairspec reads a meta-estimator (VotingClassifier, BaggingClassifier, CalibratedClassifierCV, OneVsRestClassifier,
+StackingClassifier, or a Pipeline ending in one) as an opaque runtime: its own predict_proba / decision_function /
+predict, never a solver encoding. A non-tree scikit-learn runtime gets an *assumed* batch spread
+(:func:`fairspec.models.batching.rounds_by_batch`), so on an enumerated domain every pair at a tie (``<= 0``, a
+probability exactly at 1/2) was ``unknown``. :func:`row_fixed` says where no spread is needed: the meta-estimator
+combines members that are themselves tree models (which compare and add in a fixed order per row), by operations
+that compute each row from that row alone in a fixed order, on one thread or in an order no thread changes
+(scikit-learn 1.9.1's code, read and measured):
+
+- VotingClassifier (soft): ``np.average`` over the members' predict_proba along axis 0 (the members' arrays
+  added in their order, elementwise: measured equal in batches of 1 and of 500 for 3 to 130 members, with and
+  without weights); no threads in predict (``n_jobs`` is fit's). Hard voting has no predict_proba: refused at load.
+- BaggingClassifier: ``_partition_estimators`` groups the members by ``effective_n_jobs(n_jobs)``; each group adds
+  its members' predict_proba in order, and the groups' sums are added in the group order (joblib returns results in
+  order). The grouping, and so the rounding, depends on the number of jobs -- with ``n_jobs`` other than 1 / None
+  on the CPU count or the joblib context of the machine that predicts -- so only ``n_jobs`` 1 / None is row-fixed.
+- CalibratedClassifierCV (sigmoid / isotonic): each calibrated classifier maps its member's response by an
+  elementwise calibrator (``expit(-(a T + b))``, ``np.interp``), ``p0 = 1 - p1`` or a per-row normalisation (a
+  C-ordered row sum: measured batch-free), and the classifiers' probabilities are added in order and divided.
+- OneVsRestClassifier: its predict_proba divides by ``np.sum(Y, axis=1)`` of a *transposed* (column-major) array:
+  with 8 or more classes numpy sums one row pairwise and a batch of rows in order (measured: 193 of 500 rows differ
+  between batches of 1 and of 500 for 8 columns), so only fewer than 8 members are row-fixed.
+- StackingClassifier: the final estimator reads the members' outputs side by side (``np.hstack``); row-fixed when
+  the final estimator and every member are.
+
+A Pipeline *ending* in a meta-estimator is :func:`fairspec.models.batching.rounds_by_batch`'s (its steps cell-wise
+when it is run whole); a Pipeline *among the members* is not read here (it keeps the assumed spread).
+A forest among the members predicting on threads is :mod:`fairspec.models.forest_threads`' (unknown, naming
+``n_jobs``), whatever this module says. :func:`why_not` is the sentence for the others, added to their unknowns.
+"""
+
+from __future__ import annotations
+
+META = ("VotingClassifier", "BaggingClassifier", "CalibratedClassifierCV", "OneVsRestClassifier",
+        "StackingClassifier")
+#: OneVsRestClassifier's pairwise row sum starts at this many columns (numpy's pairwise summation)
+OVR_PAIRWISE = 8
+
+
+def _tree_like(name: str) -> bool:
+    from fairspec.models.pipeline_boosters import BOOSTER_CLASSIFIERS
+    from fairspec.models.trees import SKLEARN_TREES
+
+    return name in SKLEARN_TREES + BOOSTER_CLASSIFIERS
+
+
+def _members(est) -> list:
+    """The fitted members a meta-estimator combines (a Stacking's final estimator among them), or None when it
+    is not one this module reads."""
+    name = type(est).__name__
+    if name == "CalibratedClassifierCV":
+        return [c.estimator for c in (getattr(est, "calibrated_classifiers_", None) or ())]
+    kids = [m for m in (getattr(est, "estimators_", None) or ()) if not isinstance(m, str)]
+    if name == "StackingClassifier":
+        kids.append(getattr(est, "final_estimator_", None))
+    return kids
+
+
+def why_not(est, depth: int = 0) -> str | None:
+    """None when every row of the estimator's predict / predict_proba is computed alike in any batch and on
+    any machine (see the module's notes); else what stands in the way, a phrase naming the estimator."""
+    name = type(est).__name__
+    if depth > 8:
+        return f"a {name} nested too deep"
+    if name == "FrozenEstimator":           # a prefit member of CalibratedClassifierCV
+        return why_not(getattr(est, "estimator", None), depth + 1)
+    if name == "Pipeline":
+        return "a Pipeline among its members (its steps are not read here)"
+    if _tree_like(name) or name == "_ConstantPredictor":
+        return None
+    if name not in META:
+        return f"its member {name} (not a tree model: its scores may round by batch)"
+    if name == "VotingClassifier" and getattr(est, "voting", None) != "soft":
+        return "a hard VotingClassifier"
+    if name == "BaggingClassifier" and getattr(est, "n_jobs", None) not in (None, 1):
+        return (f"its BaggingClassifier groups its members by n_jobs = {est.n_jobs} (on the machine's CPU count for "
+                f"a negative n_jobs), and the grouping changes the rounding of their sum")
+    if name == "CalibratedClassifierCV":
+        if getattr(est, "method", None) not in ("sigmoid", "isotonic"):
+            return f"its CalibratedClassifierCV's method {getattr(est, 'method', None)!r}"
+        for c in getattr(est, "calibrated_classifiers_", None) or ():
+            for cal in getattr(c, "calibrators", None) or ():
+                if type(cal).__name__ not in ("_SigmoidCalibration", "IsotonicRegression"):
+                    return f"its calibrator {type(cal).__name__}"
+    members = _members(est)
+    if not members or any(m is None for m in members):
+        return f"a {name} without fitted members"
+    if name == "OneVsRestClassifier" and len(members) >= OVR_PAIRWISE:
+        return (f"its OneVsRestClassifier normalises {len(members)} columns by a row sum numpy adds in another "
+                f"order for one row than for many")
+    for m in members:
+        why = why_not(m, depth + 1)
+        if why is not None:
+            return why
+    return None
+
+
+def row_fixed(est) -> bool:
+    """Is ``est`` a meta-estimator (:data:`META`) whose every row is computed alike in any batch?"""
+    return type(est).__name__ in META and why_not(est) is None
+
+
+def hint(model) -> str | None:
+    """For an ``unknown`` left by the assumed batch spread of a scikit-learn meta-estimator (a Pipeline's final
+    one too): what stands in the way and what would let fairspec decide; None for any other model."""
+    if getattr(model, "format", "") != "sklearn":
+        return None
+    est = getattr(model, "raw", None)
+    final = est.steps[-1][1] if hasattr(est, "steps") else est
+    if type(final).__name__ not in META:
+        return None
+    why = why_not(final)
+    if why is None:                 # row-fixed: the pipeline's own steps mix columns
+        return None
+    return (f"the {type(final).__name__} is read as its own predict_proba / predict, and {why}; fairspec decides a "
+            f"tie on a meta-estimator only when it combines tree models row by row (a soft VotingClassifier, a "
+            f"BaggingClassifier with n_jobs = 1, a sigmoid / isotonic CalibratedClassifierCV, a OneVsRestClassifier "
+            f"of fewer than {OVR_PAIRWISE} classes, a StackingClassifier with a tree final estimator), or a pair "
+            f"clear of the threshold")
+
+
+def no_score_hint(est) -> str:
+    """What to do with a classifier that has only ``predict`` (refused at load: every property reads a score,
+    and the data path's group metrics read the declared model through the same loader): a hard vote's."""
+    if type(est).__name__ == "VotingClassifier" and getattr(est, "voting", None) == "hard":
+        return (" (voting = 'hard': its predict is a vote of its members' labels, a decision with no score to read); "
+                "refit it with voting = 'soft' (predict_proba: the members' averaged probabilities), or check its "
+                "decisions on data as predictions (model m = predictions(d, decision = \"column\") over a column of "
+                "its predict)")
+    return ""
