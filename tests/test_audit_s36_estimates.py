@@ -126,3 +126,132 @@ def test_a_tpr_over_an_estimated_distribution_is_bounded_on_the_labels_rows(tmp_
         assert v.bound is not None, v.reason
         outside += not (v.bound[0] <= 0.15 <= v.bound[1])
     assert binomtest(outside, reps, 0.05, alternative="greater").pvalue > 0.01, outside
+
+
+# ---------------------------------------------------------------- Parquet: fairspec's reading against pandas'
+
+PARQUET_SPEC = '''data d = parquet("d.parquet", label = y == 1)
+features F from d {
+  race : {A, B, C} protected
+  sex : {F, M} protected
+  age : int in [0, 120]
+  amount : real in [0, 1000]
+  score32 : real in [0, 1]
+}
+model m = predictions(d, decision = "dec")
+model s = predictions(d, score = "score32", threshold = 0.3)
+model rich = rule(amount >= 500.5)
+model hi32 = rule(score32 > 0.3)
+group older = age >= 40
+group big = amount >= 500.5
+property sp { statistical_parity(m, groups race x older) <= 0.5 }
+property sp3 { statistical_parity(m, groups sex x big) <= 0.5 }
+property eo { equalized_odds(s, groups race) <= 0.5 }
+property di { disparate_impact(rich, groups race) >= 0.1 }
+property d32 { disparate_impact(hi32, groups sex) >= 0.1 }
+'''
+
+
+def _parquet(tmp_path, n=1200):
+    import decimal
+
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    r = np.random.default_rng(3)
+    race = r.choice(["A", "B", "C"], n).astype(object)
+    race[r.random(n) < 0.03] = None
+    age = [None if r.random() < 0.03 else int(a) for a in r.integers(18, 80, n)]
+    amt = [None if r.random() < 0.03 else decimal.Decimal(f"{r.integers(0, 100000) / 100:.2f}") for _ in range(n)]
+    amt[0], amt[1] = decimal.Decimal("500.50"), decimal.Decimal("500.49")
+    t = pa.table({"race": pa.array(race, pa.string()).dictionary_encode(), "sex": pa.array(r.choice(["F", "M"], n)),
+                  "age": pa.array(age, pa.int64()),
+                  "score32": pa.array((np.round(r.random(n) * 10) / 10).astype(np.float32), pa.float32()),
+                  "amount": pa.array(amt, pa.decimal128(10, 2)),
+                  "ts": pa.array(np.arange(n).astype("datetime64[s]")),
+                  "dec": pa.array(r.random(n) < np.where(race == "A", 0.5, 0.4)),
+                  "y": pa.array((r.random(n) < 0.4).astype(np.int64))})
+    pq.write_table(t, tmp_path / "d.parquet", row_group_size=250)
+    (tmp_path / "s.fair").write_text(PARQUET_SPEC)
+
+
+def _pandas_values(path) -> dict:
+    """The same metrics by pandas on the same file (rows with a null in a column the spec reads dropped),
+    in rationals."""
+    import decimal
+    from fractions import Fraction
+
+    import pandas as pd
+
+    df = pd.read_parquet(path).dropna(subset=["race", "sex", "age", "amount", "score32", "dec", "y"])
+
+    def rates(dec, grp):
+        return [Fraction(int(dec[grp == g].sum()), int((grp == g).sum())) for g in sorted(set(grp.tolist()))]
+
+    race, sex, y = df["race"].astype(str).to_numpy(), df["sex"].to_numpy(), df["y"].to_numpy()
+    older = (df["age"] >= 40).to_numpy()
+    big = df["amount"].map(lambda x: x >= decimal.Decimal("500.5")).to_numpy().astype(bool)
+    dec = df["dec"].to_numpy().astype(int)
+    s = (df["score32"].to_numpy().astype(np.float64) > 0.3).astype(int)     # the float32 cell, exactly
+
+    def gap(x):
+        return max(x) - min(x)
+    return {"sp": gap(rates(dec, np.char.add(race.astype(str), older.astype(str)))),
+            "sp3": gap(rates(dec, np.char.add(sex.astype(str), big.astype(str)))),
+            "eo": max(gap(rates(s[y == 1], race[y == 1])), gap(rates(s[y == 0], race[y == 0]))),
+            "di": min(rates(big.astype(int), race)) / max(rates(big.astype(int), race)),
+            "d32": min(rates(s, sex)) / max(rates(s, sex)), "rows": len(df)}
+
+
+def test_parquet_group_metrics_in_memory_streamed_and_by_pandas_agree(tmp_path, monkeypatch):
+    # nulls in a dictionary column, a nullable int column and a decimal column (rows dropped: the same rows pandas
+    # drops), float32 scores compared exactly (0.3f > 0.3), a decimal(10, 2) at 500.50 / 500.49 against 500.5, an
+    # unread timestamp column; every value in rationals equal to pandas', in memory and streamed in 4 row groups
+    from fractions import Fraction
+
+    from fairspec.runtime import columnar
+
+    _parquet(tmp_path)
+    want = _pandas_values(tmp_path / "d.parquet")
+    runs = [_check(tmp_path / "s.fair")]
+    monkeypatch.setattr(columnar, "STREAM_ROWS", 0)
+    monkeypatch.setattr(columnar, "BATCH_ROWS", 300)
+    runs.append(_check(tmp_path / "s.fair"))
+    for v in runs:
+        for name in ("sp", "sp3", "eo", "di", "d32"):
+            assert Fraction(v[name].details["exact_value"]) == want[name], (name, v[name].details["exact_value"])
+            assert v[name].details["rows"] == want["rows"]
+    assert [(x.status, x.bound) for x in runs[0].values()] == [(x.status, x.bound) for x in runs[1].values()]
+
+
+def test_a_decimal_cell_its_float_cannot_tell_from_the_threshold_is_refused(tmp_path):
+    # 500.499999999999999999 (decimal(38, 18)) read as the float64 500.5: `amount >= 500.5` held of it, and
+    # most_favoured <= 0.3 was violated at 1 (B) where the file's value (and pandas') is 0: no row is >= 500.5.
+    # Failed before the fix (violated, 1.0)
+    import decimal
+
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from fairspec.pipeline import check
+
+    D = decimal.Decimal
+    amt = [D("500.499999999999999999") if i % 2 else D("100") for i in range(120)]   # B's rows: 500.4999..
+    pq.write_table(pa.table({"race": pa.array(["A", "B"] * 60), "amount": pa.array(amt, pa.decimal128(38, 18)),
+                             "y": pa.array([i % 2 for i in range(120)])}), tmp_path / "d.parquet")
+    (tmp_path / "s.fair").write_text('data d = parquet("d.parquet", label = y == 1)\nfeatures F from d {\n'
+                                     '  race : {A, B} protected\n  amount : real in [0, 1000]\n}\n'
+                                     'model rich = rule(amount >= 500.5)\n'
+                                     'property p { most_favoured(rich, groups race) <= 0.3 }\n')
+    rep = check(tmp_path / "s.fair")
+    assert not any(v.status == "violated" for v in rep.verdicts), [(v.status, v.value) for v in rep.verdicts]
+    from conftest import run_cli
+
+    r = run_cli("check", tmp_path / "s.fair")      # the CLI's one sentence names the file, the column and the cell
+    out = r.stdout + r.stderr
+    assert r.returncode == 2 and "500.499999999999999999" in out and "'amount'" in out, out
+    # a decimal of at most 15 significant digits is read as before
+    pq.write_table(pa.table({"race": pa.array(["A", "B"] * 60),
+                             "amount": pa.array([D("500.5") if i % 2 else D("500.49") for i in range(120)],
+                                                pa.decimal128(38, 18)),
+                             "y": pa.array([i % 2 for i in range(120)])}), tmp_path / "d.parquet")
+    v = {x.name: x for x in check(tmp_path / "s.fair").verdicts}
+    assert v["p"].status == "violated" and v["p"].value == 1.0, (v["p"].status, v["p"].value, v["p"].reason)
