@@ -425,7 +425,7 @@ def _verdict_influence(prop, pb: Problem, fif, backend, method, t0, boot: dict |
     if b is not None:
         details["error_bound"] = {**_plain(b.as_dict()), "influence_additive": add}
     if boot is not None:
-        return _bootstrap_verdict(prop, value, boot, bn.n_rows, claim, f"; {largest}", common)
+        return _bootstrap_verdict(prop, value, boot, bn.n_rows, claim, f"; {largest}", common, add)
     if add is None or not math.isfinite(add):
         return Verdict(prop.name, prop.kind, "unknown",
                        reason=f"the largest influence on {quantity} is {value:.6g} over the distribution estimated "
