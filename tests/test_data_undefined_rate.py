@@ -200,9 +200,15 @@ def test_a_replicate_that_loses_a_groups_denominator_counts_against_holds(tmp_pa
         assert v[name].status == "unknown", (name, v[name].status, v[name].bound, v[name].reason)
     for name in ("eo", "eor"):
         assert "bootstrap replicates" in v[name].reason and "sex=F" in v[name].reason, v[name].reason
-    assert v["eo"].bound[0] > 0.1                       # a replicate over M alone (a gap of 0) is not in it
+    # a replicate over M alone (a gap of 0) is not in the bootstrap's interval
+    assert v["eo"].details["interval"]["bootstrap"][0] > 0.1
     v = _lost_spec(tmp_path, 4)
-    assert [v[x].status for x in ("eo", "eor", "eo_v", "eor_v")] == ["holds", "holds", "violated", "violated"]
+    # session 36 (h7): the bootstrap alone decided holds, holds, violated, violated here, with F's TPR measured on
+    # 4 rows (all approved): its 97.5% Clopper-Pearson interval is [0.40, 1], so the printed bound now holds the
+    # simultaneous interval of the rates (rate_bounds) and every verdict is unknown, saying why
+    for x in ("eo", "eor", "eo_v", "eor_v"):
+        assert v[x].status == "unknown" and "Clopper-Pearson" in v[x].reason, (x, v[x].status, v[x].reason)
+        assert v[x].details["interval"]["bootstrap"] != v[x].details["interval"]["clopper_pearson"]
 
 
 def test_a_regression_replicate_that_loses_a_groups_weight_counts_against_holds(tmp_path):

@@ -565,8 +565,10 @@ def test_adult_example_runs_from_the_command_line():
 
 def test_bootstrap_interval_over_re_estimated_networks(tmp_path):
     """bootstrap = N: the metric over networks re-estimated from resamples of the rows; the
-    percentile interval decides, is much narrower than the worst-case bound, and brackets the value
-    computed by hand from the same counts."""
+    percentile interval is much narrower than the worst-case bound and brackets the value
+    computed by hand from the same counts. Session 36 (h7): a percentile interval is no bound (a TPR from 30
+    rows all decided 1 resamples to 1 every time), so the interval that decides is widened to contain the
+    value +- that bound (the claim `<= 0.5` held on the percentile interval alone; 0.6 holds on both)."""
     csv = write_csv(tmp_path / "d.csv")
     claim = "statistical_parity(r, groups grp, distribution conditional(people)) <= {t}\n  bootstrap = 200"
     d = data_frame(csv)
@@ -580,19 +582,22 @@ def test_bootstrap_interval_over_re_estimated_networks(tmp_path):
 
     value = sp_of(d)
     out = {}
-    for t in (0.5, 0.0001, value):
+    for t in (0.6, 0.0001, value):
         text = DATA_SPEC.format(csv=csv, rule="age >= 40 and score > 0.5 and member", claim=claim.format(t=t))
         out[t] = verdicts(spec(tmp_path, text))["p"]
-    v = out[0.5]
+    v = out[0.6]
     assert v.value == pytest.approx(value, abs=TOL)
     assert v.status == "holds" and v.how == "estimated"
     lo, hi = v.bound
-    assert lo <= v.value <= hi and hi - lo < v.details["error_bound"]["value_additive"]
-    assert v.details["bootstrap"]["resamples"] == 200 and v.details["bootstrap"]["interval"] == [lo, hi]
+    add = v.details["error_bound"]["value_additive"]
+    b_lo, b_hi = v.details["bootstrap"]["interval"]
+    assert b_lo <= v.value <= b_hi and b_hi - b_lo < add
+    assert v.details["bootstrap"]["resamples"] == 200
+    assert lo == pytest.approx(min(b_lo, max(0.0, v.value - add))) and hi == pytest.approx(max(b_hi, v.value + add))
     assert out[0.0001].status == "violated" and "bootstrap interval" in out[0.0001].reason
     assert out[value].status == "unknown" and "inside" in out[value].reason
     # the same seed gives the same interval
-    text = DATA_SPEC.format(csv=csv, rule="age >= 40 and score > 0.5 and member", claim=claim.format(t=0.5))
+    text = DATA_SPEC.format(csv=csv, rule="age >= 40 and score > 0.5 and member", claim=claim.format(t=0.6))
     assert verdicts(spec(tmp_path, text))["p"].bound == v.bound
 
 

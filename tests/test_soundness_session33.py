@@ -116,4 +116,5 @@ def test_bootstrap_does_not_call_a_claim_at_its_metrics_range_end_violated(tmp_p
     (o,) = run_instance(inst, tmp_path, only=["q12"])
     assert inst.props[[p.name for p in inst.props].index("q12")].truth.status == "holds"
     assert o.status == "unknown", (o.status, o.reason)
-    assert "end of" in (o.reason or "")
+    # session 36 (h7): the interval is widened to the value +- its error bound, which holds 1: unknown either way
+    assert "end of" in (o.reason or "") or "widened to the value +- its error bound" in (o.reason or ""), o.reason

@@ -168,13 +168,25 @@ def _run(bn, clf, protected, backend, method, groups, evidence, max_nodes, time_
 
 
 def error_bound(bn: BayesNet, clf, protected, delta: float = 0.05, groups=None,
-                metric: str = "ppv", ppvs: Mapping | None = None) -> ErrorBound | None:
-    """Justicia's epsilon_0 and the Hoeffding bound for a distribution estimated from data."""
+                metric: str = "ppv", ppvs: Mapping | None = None,
+                evidence: Mapping[str, Sequence[int]] | None = None) -> ErrorBound | None:
+    """Justicia's epsilon_0 and the Hoeffding bound for a distribution estimated from data.
+
+    ``evidence`` (value indices, e.g. the label's positive value for a TPR): the PPVs are conditional on it,
+    so the bound clamps it with the group (the rows the conditional reads are the CPT rows under that value,
+    not all rows weighted by its probability). That is the product of the CPTs with the evidence clamped only
+    when each evidence variable is one value whose parents are all protected (a non-descendant of it is then
+    independent of it given the group); otherwise conditioning reweighs its ancestors and no bound is given
+    (session 36, h7: the TPR's bound was the unconditional PPV's, 35% outside at "95%")."""
     if bn.n_rows is None:
         return None
     protected = tuple(protected)
     names = list(clf.features)
-    sub = bn.restricted(names + list(protected))
+    evidence = dict(evidence or {})
+    for n, idx in evidence.items():
+        if len(idx) != 1 or not set(bn.parents[n]) <= set(protected):
+            return ErrorBound(delta, bn.n_rows, None, None, None)
+    sub = bn.restricted(names + list(protected) + list(evidence))
     n_exists = sum(1 if sub.variables[a].k == 2 else sub.variables[a].k for a in protected)
     n_random = 0
     for n in sub.order:
@@ -186,7 +198,8 @@ def error_bound(bn: BayesNet, clf, protected, delta: float = 0.05, groups=None,
     groups = groups if groups is not None else all_groups(sub, protected)
     add = None
     for g in groups:
-        b = ppv_error_bound(sub, names, delta, dict(zip(protected, g)))
+        b = ppv_error_bound(sub, names, delta, {**dict(zip(protected, g)),
+                                                **{n: int(idx[0]) for n, idx in evidence.items()}})
         if b is None:
             add = None
             break
@@ -208,14 +221,15 @@ def error_bound(bn: BayesNet, clf, protected, delta: float = 0.05, groups=None,
     return ErrorBound(delta, sub.n_rows, eps0, add, value_add)
 
 
-def _result(metric, bn, clf, protected, res: GroupPPVs, value_fn, delta, t0, details=None) -> MetricResult:
+def _result(metric, bn, clf, protected, res: GroupPPVs, value_fn, delta, t0, details=None,
+            evidence=None) -> MetricResult:
     if res.status != "ok":
         return MetricResult(metric, None, status="unknown", reason=res.reason, seconds=time.perf_counter() - t0,
                             backend=res.backend, method=res.method, details=dict(details or {}))
     ppvs = res.per_group if res.method == "enumerate" else {res.best[0]: res.best[1], res.worst[0]: res.worst[1]}
     value = value_fn(res.best[1], res.worst[1]) if res.best else None
     per = tuple((_labels(bn, protected, g), p) for g, p in sorted(ppvs.items()))
-    bound = error_bound(bn, clf, protected, delta, list(ppvs), metric, ppvs)
+    bound = error_bound(bn, clf, protected, delta, list(ppvs), metric, ppvs, evidence)
     return MetricResult(metric, value, per,
                         _labels(bn, protected, res.best[0]) if res.best else None, res.best[1] if res.best else None,
                         _labels(bn, protected, res.worst[0]) if res.worst else None, res.worst[1] if res.worst else None,
@@ -246,7 +260,7 @@ def group_ppvs(clf, dist: BayesNet, protected: Sequence[str], *, backend=None,
     ev = _evidence(dist, evidence)
     res = _run(dist, clf, protected, backend, method, _group_indices(dist, protected, groups), ev,
                max_nodes, time_limit)
-    return _result("ppv", dist, clf, protected, res, lambda hi, lo: hi, delta, t0)
+    return _result("ppv", dist, clf, protected, res, lambda hi, lo: hi, delta, t0, evidence=ev)
 
 
 def _evidence(dist, evidence):

@@ -259,12 +259,13 @@ def _compute_elimination(prop, pb: Problem, delta, time_limit):
         lab = bn.variables[pb.label]
         pos = lab.index_of(True)
         T = ppvs(bn, {pb.label: [pos]})
-        b1 = error_bound(bn, clf, protected, delta, groups, "ppv", T)
+        b1 = error_bound(bn, clf, protected, delta, groups, "ppv", T, {pb.label: [pos]})
         details = {"tpr": [(dict(labels(g)), p) for g, p in sorted(T.items())], "tpr_spread": spread(T)}
         value, bounds = spread(T), [b1]
         if metric == "equalized_odds":
-            F = ppvs(bn, {pb.label: [i for i in range(lab.k) if i != pos]})
-            bounds.append(error_bound(bn, clf, protected, delta, groups, "ppv", F))
+            neg = [i for i in range(lab.k) if i != pos]
+            F = ppvs(bn, {pb.label: neg})
+            bounds.append(error_bound(bn, clf, protected, delta, groups, "ppv", F, {pb.label: neg}))
             details.update({"fpr": [(dict(labels(g)), p) for g, p in sorted(F.items())], "fpr_spread": spread(F)})
             value = max(value, spread(F))
         bound = None
@@ -424,7 +425,7 @@ def _verdict_influence(prop, pb: Problem, fif, backend, method, t0, boot: dict |
     if b is not None:
         details["error_bound"] = {**_plain(b.as_dict()), "influence_additive": add}
     if boot is not None:
-        return _bootstrap_verdict(prop, value, boot, bn.n_rows, claim, f"; {largest}", common)
+        return _bootstrap_verdict(prop, value, boot, bn.n_rows, claim, f"; {largest}", common, add)
     if add is None or not math.isfinite(add):
         return Verdict(prop.name, prop.kind, "unknown",
                        reason=f"the largest influence on {quantity} is {value:.6g} over the distribution estimated "

@@ -113,6 +113,41 @@ def _column(arr):
     return _dictionary_column(arr)
 
 
+def _is_decimal(t) -> bool:
+    pa = _pa()[0]
+    return pa.types.is_decimal(t.value_type if pa.types.is_dictionary(t) else t)
+
+
+# a decimal of at most this many significant digits is the shortest decimal of its nearest float64
+# (DBL_DIG): read as that float, it compares with every threshold as the decimal does
+_FLOAT_DIGITS = 15
+
+
+def _faithful_decimals(d: ir.Data, arr, name: str) -> None:
+    """Raise the DataError naming a decimal cell that its float64 (how every number is read) does not stand
+    for: a value of more than 15 significant digits whose float's shortest decimal is another number
+    (500.499999999999999999 reads as 500.5, so ``x >= 500.5`` held of it; session 36, h7)."""
+    from decimal import Decimal
+
+    from fairspec.runtime.data import DataError
+
+    pa, pc, _ = _pa()
+    t = arr.type.value_type if pa.types.is_dictionary(arr.type) else arr.type
+    if t.precision <= _FLOAT_DIGITS:
+        return
+    text = pc.cast(pc.cast(arr, t) if pa.types.is_dictionary(arr.type) else arr, pa.string())
+    digits = pc.utf8_rtrim(pc.utf8_ltrim(pc.replace_substring(pc.replace_substring(text, "-", ""), ".", ""),
+                                         characters="0"), characters="0")
+    long = pc.filter(text, pc.greater(pc.utf8_length(digits), _FLOAT_DIGITS))
+    for cell in long.to_pylist():
+        exact = Decimal(cell)
+        if Decimal(repr(float(exact))) != exact:
+            raise DataError(f"data file {d.path}: column {name!r} holds the decimal {cell}, which fairspec reads as "
+                            f"the 64-bit float {float(exact)!r}, another number: a comparison with a threshold "
+                            f"between them would be decided on the wrong value; store the column with at most "
+                            f"{_FLOAT_DIGITS} significant digits (or as float64)", d.path)
+
+
 def _read_column(d: ir.Data, arr, name: str, used: set | None):
     """_column, or the sentence naming the column: a nested column the spec reads (one it never reads
     is held as empty text), binary bytes that are not UTF-8."""
@@ -125,6 +160,8 @@ def _read_column(d: ir.Data, arr, name: str, used: set | None):
             raise nested_column(d.path, name, kind)
         return Coded(np.zeros(len(arr), dtype=np.int32), np.array([""], dtype=object)), None
     try:
+        if (used is None or name in used) and _is_decimal(arr.type):
+            _faithful_decimals(d, arr, name)
         return _column(arr)
     except pa.ArrowInvalid as e:
         if "utf8" in str(e).lower():

@@ -594,7 +594,8 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
     boot_all, boot = boot, boot[~np.isnan(boot) & ~(lost if lost.size else False)]
     alpha = 1.0 - opts.confidence
     lo, hi = (float(np.quantile(boot, alpha / 2)), float(np.quantile(boot, 1 - alpha / 2))) if boot.size else (value, value)
-    lo, hi = min(lo, value), max(hi, value)
+    lo_b, hi_b = min(lo, value), max(hi, value)                 # the bootstrap's (its reasons come first)
+    lo, hi = _with_box(prop, c, eligible, lo_b, hi_b, details)   # widened to a valid bound (rate_bounds)
     exact = _exact(prop, c, eligible)
     # reported: the exact value rounded once (7/10 : 7/8 is 0.8, not 0.7999999999999999), and an end
     # point equal to the float value stands for it, as in the decision
@@ -603,7 +604,7 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
     common = dict(value=_r(shown), bound=(_r(shown if lo == value else lo), _r(shown if hi == value else hi)),
                   backend="data", seconds=seconds, details=details)
     claim = f"{prop.metric} {prop.op} {_spec_number(prop.threshold)}"      # as written: 0.1234567, not 0.123457
-    status, why_unknown = _decide(prop, c, exact, value, lo, hi, n, details)
+    status, why_unknown = _decide(prop, c, exact, value, lo_b, hi_b, n, details)
     if c.fragile is not None:       # rows another batching decides otherwise: the verdict under their decisions
         batched = _batched(prop, c, eligible, R, n, "unknown" if why_unknown else status, shown, details)
         if batched:
@@ -629,6 +630,13 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
                    or lost_reason(prop, status, boot, boot_all[lost] if lost.size else [], lost_in, alpha, value))
     if why_unknown:
         return Verdict(prop.name, prop.kind, "unknown", reason=why_unknown, **common)
+    if status != "unknown" and (lo, hi) != (lo_b, hi_b) and _decide(prop, c, exact, value, lo, hi, n, {})[0] != status:
+        return Verdict(prop.name, prop.kind, "unknown", reason=(
+            f"the threshold {_spec_number(prop.threshold)} lies inside the {opts.confidence:.0%} interval "
+            f"{_interval(lo, hi, (prop.threshold,), exact=exact)} that bounds every compared rate of every group at once "
+            f"(Clopper-Pearson, union bound), though not inside the bootstrap's {_interval(lo_b, hi_b, (prop.threshold,))}: "
+            f"a group's rate near 0 or 1 on few rows is not known to the bootstrap's precision; more data would decide it"),
+            **common)
     if status == "holds" and constant:
         return Verdict(prop.name, prop.kind, "unknown", reason=constant, **common)
     if status == "holds":
@@ -664,8 +672,22 @@ def _status_of(prop: ir.GroupMetric, c2: Counts, eligible, R: int, n: int):
     a = 1.0 - prop.options.confidence
     lo2, hi2 = (float(np.quantile(b2, a / 2)), float(np.quantile(b2, 1 - a / 2))) if b2.size else (v2, v2)
     x2 = _exact(prop, c2, eligible)
-    st, why = _decide(prop, c2, x2, v2, min(lo2, v2), max(hi2, v2), n, {})
+    lo2, hi2 = _with_box(prop, c2, eligible, min(lo2, v2), max(hi2, v2), {})
+    st, why = _decide(prop, c2, x2, v2, lo2, hi2, n, {})
     return ("unknown" if why else st), (float(x2) if x2 is not None else v2)
+
+
+def _with_box(prop: ir.GroupMetric, c: Counts, eligible, lo: float, hi: float, details: dict) -> tuple[float, float]:
+    """[lo, hi] (the bootstrap's, the value inside) widened to contain the simultaneous Clopper-Pearson
+    interval of the rates (:mod:`.rate_bounds`): the printed bound is then valid at the stated confidence."""
+    from fairspec.backends.data import rate_bounds
+
+    box = rate_bounds.box_interval(prop, c.cells, eligible, prop.options.confidence) \
+        if rate_bounds.applies(prop, c) else None
+    if box is None:
+        return lo, hi
+    details["interval"] = {"bootstrap": [_r(lo), _r(hi)], "clopper_pearson": [_r(box[0]), _r(box[1])]}
+    return min(lo, box[0]), max(hi, box[1])
 
 
 def _exact(prop: ir.GroupMetric, c: Counts, eligible):
