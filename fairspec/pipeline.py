@@ -19,6 +19,13 @@ from fairspec.sema.check import CheckResult, check_file
 from fairspec.verdict import Unsupported, Verdict, unknown
 
 
+def nothing_to_check(path) -> str:
+    """The sentence of a check whose spec states no property (none of its own, and the policies it applies,
+    if any, none): exit code 2, as a spec error, in every format, the API and the pytest plugin."""
+    return (f"no property to check in {path} (the spec and the policies it applies state none): a check that "
+            f"checks nothing does not pass; state a property, or apply a policy that states one")
+
+
 class InputError(Exception):
     """A model or data file could not be used: one sentence naming the file."""
 
@@ -85,6 +92,10 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
                           **{d.path: "data" for d in spec.datasets if d.path}}
     report.imports = tuple(str(m.file) for m in (res.modules or ()) if str(m.file) != str(res.spec.file))
     report.claims = {p.name: (getattr(p, "op", None), getattr(p, "threshold", None)) for p in spec.properties}
+    if not spec.properties:  # a gate that checks nothing must not pass (exit 2: assert_fair and the plugin fail it too)
+        report.error = nothing_to_check(path)
+        report.seconds = time.perf_counter() - t0
+        return report
     if only is not None and not props:
         names = ", ".join(p.name for p in spec.properties)
         report.error = f"no property named {only!r} in {path} (properties: {names})"

@@ -73,6 +73,9 @@ class SpecFile(pytest.File):
         if any(d.is_error for d in res.diagnostics) or res.spec is None:
             yield LintItem.from_parent(self, name="lint", diagnostics=res.diagnostics)
             return
+        if not res.spec.properties:  # no item at all would let a suite pass that checks nothing: one failing item
+            yield NothingItem.from_parent(self, name="check")
+            return
         for prop in res.spec.properties:
             item = PropertyItem.from_parent(self, name=prop.name, line=getattr(prop.span, "line", 1))
             item.add_marker(pytest.mark.fairspec)
@@ -170,6 +173,24 @@ class LintItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, 0, f"fairspec lint {self.path.name}"
+
+
+class NothingItem(pytest.Item):
+    """``spec.fair::check`` of a spec that states no property (fairspec.pipeline.nothing_to_check): it fails,
+    as `fairspec check` exits 2 and ``assert_fair`` raises."""
+
+    def runtest(self):
+        from fairspec.pipeline import nothing_to_check
+
+        raise FairspecFailure(visible_value(nothing_to_check(self.path.name)))
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, FairspecFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, 0, f"fairspec check {self.path.name}"
 
 
 class PropertyItem(pytest.Item):

@@ -118,11 +118,7 @@ def print_text(report, console) -> None:
     if report.error:
         say(console, f"error: {report.error}", "bold red")
         return
-    if not report.verdicts:
-        if not any(d.is_error for d in report.diagnostics) and not getattr(report, "interrupted", False):
-            # (it printed nothing at all: an emptied spec, or one of policies never applied, passed unseen)
-            say(console, Text.assemble(value(str(report.spec)), ": no property to check (the spec and the policies it "
-                                       "applies state none)"))
+    if not report.verdicts:  # (a spec that states no property is report.error: fairspec.pipeline.nothing_to_check)
         return
     _print_summary(report, console)
     for v in report.verdicts:
