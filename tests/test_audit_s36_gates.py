@@ -3,7 +3,9 @@ is as bad as a wrong proof. Each test here failed before its fix.
 
 * A spec that states no property (none of its own, and the policies it applies none) made `fairspec check`
   exit 0 in every format, the API's ``ok`` true and the pytest plugin collect no item (a suite passed that
-  checked nothing of it): it is now exit 2, the report's error, one failing ``spec.fair::check`` item."""
+  checked nothing of it): it is now exit 2, the report's error, one failing ``spec.fair::check`` item.
+* Repair ratios, group table cells, the worst pair of an unknown, a reliability chart's ECE and a repair's
+  minimal / achieved printed 4 (3) digits: 0.79996 against ``>= 0.8`` read 0.8000. They keep their side now."""
 
 from __future__ import annotations
 
@@ -80,3 +82,87 @@ def test_the_pytest_plugin_fails_a_spec_with_no_property(tmp_path):
                        text=True, timeout=300)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "s.fair::check" in r.stdout and "no property to check" in r.stdout and "1 failed, 1 passed" in r.stdout
+
+
+# --- 2. every number printed beside a threshold keeps its side (literals.shown) ------------------------------
+
+def _text(verdict) -> str:
+    import io
+
+    from rich.console import Console
+
+    from fairspec import report as rep
+    from fairspec.report.check_report import Report
+
+    buf = io.StringIO()
+    rep.print_text(Report("s.fair", [], [verdict]), Console(file=buf, width=200, color_system=None, highlight=False))
+    return buf.getvalue()
+
+
+def _html(verdict) -> str:
+    from fairspec.report import html
+    from fairspec.report.check_report import Report
+
+    return html.render(Report("s.fair", [], [verdict]))
+
+
+def _repair(thresholds=(0.8,)):
+    from fairspec.verdict import Verdict
+
+    pair = {"groups": ["F", "M"], "ratio": 0.79996}
+    return Verdict("fix", "repair", "violated", value=0.79996, backend="repair", thresholds=thresholds,
+                   details={"c": 0.8, "alpha": 2, "groups_label": "sex", "pairs_before": [pair], "pairs_after": [pair],
+                            "minimal": 0.012346, "achieved": 0.02469, "repaired": True, "rows_changed": 3,
+                            "rows": 100, "solver": "highs", "solver_seconds": 0.5})
+
+
+@pytest.mark.parametrize("thresholds", [(0.8,), ()])
+def test_a_repair_ratio_just_under_its_goal_never_prints_as_the_goal(thresholds):
+    """The pair table printed 0.79996 against c = 0.8 as 0.8000 (4 decimals): the goal looked met. (The
+    pipeline gives a repair's verdict its goal as a threshold; without it the table still reads ``c``.)"""
+    out = _text(_repair(thresholds))
+    table = out[out.index("passing-rate ratio per"):]
+    assert "0.79996" in table and "0.8000" not in table, out
+    # achieved 0.02469 <= 2 x minimal 0.012346 = 0.024692, but 0.0247 > 2 x 0.0123: printed, it looked over
+    assert "minimal (LP) 0.0123;" not in out and "achieved 0.0247 " not in out, out
+
+
+def _group_verdict(kind_value: float, thresholds=(0.8,), **extra):
+    from fairspec.verdict import Verdict
+
+    rows = [{"group": "F", "rows": 50, "positives": 20, "positive_rate": 0.4, "impact_ratio": kind_value},
+            {"group": "M", "rows": 50, "positives": 25, "positive_rate": 0.5, "impact_ratio": 1.0}]
+    return Verdict("ir", "group_metric", "violated", value=kind_value, backend="data", thresholds=thresholds,
+                   details={"groups": rows, "rates": ["positive_rate", "impact_ratio"], "groups_label": "sex",
+                            "op": ">=", "threshold": 0.8, **extra})
+
+
+def test_a_group_table_cell_keeps_its_side_of_the_threshold_in_text_and_html():
+    v = _group_verdict(0.79996)
+    for out in (_text(v), _html(v)):
+        assert "0.79996" in out and "0.8000" not in out
+
+
+def test_the_worst_pair_of_an_unknown_prints_rates_whose_difference_keeps_its_side():
+    """(lowest F 0.2000; highest M 0.3000) against `<= 0.1` read as a difference of exactly 0.1: it is 0.10004."""
+    from fairspec.verdict import Verdict
+
+    v = Verdict("dp", "group_metric", "unknown", reason="the interval straddles the threshold", backend="data",
+                thresholds=(0.1,), details={"worst_pair": {"low": "F", "low_rate": 0.2, "high": "M",
+                                                           "high_rate": 0.30004}})
+    out = _text(v)
+    assert "highest M 0.30004" in out and "lowest F 0.2000" in out, out
+
+
+def test_a_reliability_chart_label_keeps_its_side_of_the_threshold():
+    """A group's ECE in the chart's legend printed 3 decimals: 0.04996 against `<= 0.05` read 0.050."""
+    from fairspec.verdict import Verdict
+
+    bins = [{"mean_score": 0.3, "positive_share": 0.35}, {"mean_score": 0.7, "positive_share": 0.6}]
+    rows = [{"group": "F", "rows": 50, "ece": 0.04996, "reliability": bins},
+            {"group": "M", "rows": 50, "ece": 0.01, "reliability": bins}]
+    v = Verdict("cal", "group_metric", "holds", how="estimated", value=0.03996, backend="data", thresholds=(0.05,),
+                details={"groups": rows, "rates": ["ece"], "metric": "calibration_gap", "groups_label": "sex"})
+    out = _html(v)
+    assert "ECE 0.04996" in out and "ECE 0.050)" not in out
+
