@@ -5,7 +5,10 @@ is as bad as a wrong proof. Each test here failed before its fix.
   exit 0 in every format, the API's ``ok`` true and the pytest plugin collect no item (a suite passed that
   checked nothing of it): it is now exit 2, the report's error, one failing ``spec.fair::check`` item.
 * Repair ratios, group table cells, the worst pair of an unknown, a reliability chart's ECE and a repair's
-  minimal / achieved printed 4 (3) digits: 0.79996 against ``>= 0.8`` read 0.8000. They keep their side now."""
+  minimal / achieved printed 4 (3) digits: 0.79996 against ``>= 0.8`` read 0.8000. They keep their side now.
+* A pool's worker process that died (killed, out of memory) left its property ``unknown`` (exit 3): under
+  ``fail-on-unknown: false`` / ``allow_unknown`` the run passed, checking nothing. It is an internal error
+  (exit 4), as a backend's bug is."""
 
 from __future__ import annotations
 
@@ -166,3 +169,91 @@ def test_a_reliability_chart_label_keeps_its_side_of_the_threshold():
     out = _html(v)
     assert "ECE 0.04996" in out and "ECE 0.050)" not in out
 
+
+# --- 3. a worker process that dies is an internal error (exit 4), never an unknown the caller may allow ---
+
+def _exit_in_worker(home_pid, item):
+    if os.getpid() != home_pid:
+        os._exit(9)
+    return item
+
+
+def test_a_dead_pool_worker_raises_worker_died_whatever_on_error_says():
+    """ProcessExecutor handed a dead worker's items to on_error, which callers make an unknown / undecided."""
+    from fairspec.runtime.executor import ProcessExecutor, WorkerDied
+
+    ex = ProcessExecutor(workers=1)
+    try:
+        with pytest.raises(WorkerDied, match="worker process died"):
+            ex.map(_exit_in_worker, [1, 2], shared=os.getpid(), on_error=lambda item, why: "undecided")
+    finally:
+        ex.shutdown(wait=False)
+
+
+DYING = """import os
+
+from sklearn.linear_model import LogisticRegression
+
+
+class Dying(LogisticRegression):
+    # predicts as LogisticRegression in the process that fitted it; any other process dies at once
+
+    def fit(self, X, y):
+        self.home_pid_ = os.getpid()
+        return super().fit(X, y)
+
+    def _die(self):
+        if os.getpid() != self.home_pid_:
+            os._exit(9)
+
+    def predict(self, X):
+        self._die()
+        return super().predict(X)
+
+    def predict_proba(self, X):
+        self._die()
+        return super().predict_proba(X)
+
+    def decision_function(self, X):
+        self._die()
+        return super().decision_function(X)
+"""
+
+
+def test_a_property_whose_worker_died_is_an_internal_error_not_an_allowed_unknown(tmp_path, monkeypatch):
+    """--workers 2: both properties' worker died; they were unknown ('the job failed: ...'), exit 3, and
+    assert_fair(allow_unknown=True) passed. Now each is an internal error: exit 4, and the assertion fails."""
+    import pickle
+
+    import numpy as np
+
+    import fairspec
+    from fairspec.runtime import executor
+
+    (tmp_path / "dying_model.py").write_text(DYING)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from dying_model import Dying
+
+    rng = np.random.default_rng(0)
+    a, s = rng.integers(0, 6, 200), rng.integers(0, 2, 200)
+    y = ((a + 2 * s + rng.normal(0, 1.5, 200)) > 3.5).astype(int)
+    (tmp_path / "d.csv").write_text("a,s,y\n" + "".join(f"{x},{'MF'[z]},{w}\n" for x, z, w in zip(a, s, y)))
+    with open(tmp_path / "m.pkl", "wb") as f:
+        pickle.dump(Dying().fit(np.column_stack([a, s]).astype(float), y), f)
+    (tmp_path / "fairspec.toml").write_text("")
+    spec = tmp_path / "s.fair"
+    spec.write_text('data d = csv("d.csv", label = y == 1)\nfeatures P from d {\n  a : int in [0, 5]\n'
+                    '  s : {M, F} protected\n}\nmodel m = sklearn("m.pkl", trust pickle)\n'
+                    'encode P for m {  # fairspec: ignore[FS427]\n  a : raw\n  s : code\n}\n'
+                    'property loose {\n  disparate_impact(m, groups s, data = d) >= 0.01\n}\n'
+                    'property other {\n  statistical_parity(m, groups s, data = d) <= 0.99\n}\n')
+    executor.shutdown_pools()  # fresh workers: they import the model's module from this sys.path
+    try:
+        rep = fairspec.check(spec, workers=2)
+        assert rep.exit_code == 4 and not rep.ok, rep
+        assert [v.status for v in rep] == ["unknown", "unknown"]
+        assert all("worker process died" in v.reason and "internal error" in v.reason for v in rep)
+        # an internal error is what assert_fair(allow_unknown=True) and the plugin never let pass
+        assert len(rep.report.internal_errors) == 2 and rep.to_dict()["exit_code"] == 4
+    finally:
+        executor.shutdown_pools(wait=False)
