@@ -257,3 +257,31 @@ def test_a_property_whose_worker_died_is_an_internal_error_not_an_allowed_unknow
         assert len(rep.report.internal_errors) == 2 and rep.to_dict()["exit_code"] == 4
     finally:
         executor.shutdown_pools(wait=False)
+
+
+def test_a_repair_reason_prints_its_ratios_and_differences_on_their_side():
+    """The repair's reasons printed 4 decimals: 'ratio 0.8000 -> ...' for a ratio 0.79996 below its goal
+    0.8, 'the best ratio within the bound is at most 0.8000' (an upper bound below c, rounded onto it)."""
+    from fractions import Fraction
+
+    from fairspec.backends.repair.runner import _f4
+    from fairspec.syntax.literals import shown, shown_scaled
+
+    assert _f4(0.79996, 0.8) == "0.79996" and _f4(0.5, 0.8) == "0.5000"
+    assert _f4(0.8, 0.8, Fraction(4, 5)) == "0.8000" and _f4(None) == "undefined (no group passes)"
+    assert shown(0.79996, (0.8,), end="high", style="f") == "0.79996"
+    # 0.02469 <= 2 x 0.012346: printed 0.0247 and 0.0123 it looked over the bound
+    assert shown_scaled(0.012346, 0.02469, 2) == ("0.01235", "0.02469")
+    assert shown_scaled(0.25, 0.5, 2) == ("0.2500", "0.5000")
+
+
+def test_a_violated_output_metric_reason_keeps_its_numbers_on_their_side():
+    """A multiclass / regression metric's violated reason printed 3 decimals: farthest apart (0.100) for a
+    distance of 0.10004 against `<= 0.1`, lowest 0.200 / highest 0.300 for rates 0.10004 apart."""
+    from fairspec.backends.data.outputs import _one, _two
+    from fairspec.syntax.literals import shown_pair
+
+    assert _one(0.10004, (0.1,)) == "0.10004" and _one(0.25, (0.1,)) == "0.250"
+    assert _two(0.2, 0.30004, (0.1,)) == ("0.20000", "0.30004")
+    assert _two(0.30004, 0.2, (0.1,)) == ("0.30004", "0.20000")       # a group's and all rows', either order
+    assert shown_pair(0.79996, 1.0, (0.8,)) == ("0.79996", "1.0000")   # a ratio of 0.79996 against >= 0.8

@@ -292,57 +292,23 @@ def repair_thresholds(v) -> tuple:
 
 
 def pair_texts(v, wp: dict) -> tuple[str, str]:
-    """The worst pair's rates (lowest, highest) as the reports print them: each keeps its side of the
-    claim's thresholds (:func:`cell_text`), with as many more digits as it takes for their printed
-    difference and ratio to keep the side of each threshold that the rates' own are on (rates 0.30004
-    and 0.2 against ``<= 0.1`` never print as 0.3000 and 0.2000). A rate is read as its shortest decimal."""
-    import math
-    from fractions import Fraction
-
+    """The worst pair's rates (lowest, highest) as the reports print them (``literals.shown_pair``): each on
+    its side of the claim's thresholds, and their printed difference and ratio on the side of each that the
+    rates' own are on (rates 0.30004 and 0.2 against ``<= 0.1`` never print as 0.3000 and 0.2000)."""
     lo, hi = wp.get("low_rate"), wp.get("high_rate")
-    if not all(isinstance(x, float) and math.isfinite(x) for x in (lo, hi)):
+    if not all(isinstance(x, float) and abs(x) < 1000 for x in (lo, hi)):
         return cell_text(lo, v.thresholds), cell_text(hi, v.thresholds)
-    ts = []
-    for t in v.thresholds or ():
-        try:
-            ts.append(Fraction(repr(float(t))) if isinstance(t, float) else Fraction(t))
-        except (TypeError, ValueError, OverflowError):
-            continue
-
-    def sides(a, b) -> tuple:
-        out = [(b - a > t) - (b - a < t) for t in ts]
-        return tuple(out + ([(a / b > t) - (a / b < t) for t in ts] if b else [None]))
-
-    want = sides(Fraction(repr(lo)), Fraction(repr(hi)))
-    for d in range(4, 24):
-        a, b = (_literals.shown(x, v.thresholds, digits=d, style="f") for x in (lo, hi))
-        if sides(Fraction(a), Fraction(b)) == want:
-            return a, b
-    return repr(lo), repr(hi)
+    return _literals.shown_pair(lo, hi, v.thresholds)
 
 
 def _minimal_achieved(d: dict) -> tuple[str, str]:
     """A repair's ``minimal`` and ``achieved`` semantic differences as printed beside "(<= alpha x minimal)":
     4 decimals, or as many more as it takes for the printed pair to meet (or miss) that bound as the
-    numbers do (each read as its shortest decimal)."""
-    from fractions import Fraction
-
-    m, a, alpha = d.get("minimal"), d.get("achieved"), d.get("alpha")
-    if not (all(isinstance(x, float) and x == x and abs(x) < 1000 for x in (m, a))
-            and isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and alpha == alpha
-            and abs(alpha) != float("inf")):
+    numbers do (``literals.shown_scaled``)."""
+    m, a = d.get("minimal"), d.get("achieved")
+    if not all(isinstance(x, float) and abs(x) < 1000 for x in (m, a)):
         return cell_text(m), cell_text(a)
-    bound = Fraction(repr(float(alpha))) if isinstance(alpha, float) else Fraction(alpha)
-
-    def side(x, y) -> int:
-        return (y > bound * x) - (y < bound * x)
-
-    want = side(Fraction(repr(m)), Fraction(repr(a)))
-    for k in range(4, 24):
-        texts = tuple(_literals.shown(x, style="f", digits=k) for x in (m, a))
-        if side(*map(Fraction, texts)) == want:
-            return texts
-    return repr(m), repr(a)
+    return _literals.shown_scaled(m, a, d.get("alpha"))
 
 
 def _print_repair(v, console) -> None:
