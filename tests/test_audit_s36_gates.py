@@ -285,3 +285,35 @@ def test_a_violated_output_metric_reason_keeps_its_numbers_on_their_side():
     assert _two(0.2, 0.30004, (0.1,)) == ("0.20000", "0.30004")
     assert _two(0.30004, 0.2, (0.1,)) == ("0.30004", "0.20000")       # a group's and all rows', either order
     assert shown_pair(0.79996, 1.0, (0.8,)) == ("0.79996", "1.0000")   # a ratio of 0.79996 against >= 0.8
+
+
+FVGM = """
+features W {
+  P : bool protected
+  Q : bool
+  R : bool
+  S : bool
+}
+model clf = rule(P + Q + R - S >= 2)
+distribution d {
+  p(Q) = 0.4
+  p(R) = 0.5
+  p(S) = 0.3
+}
+"""
+
+
+def test_a_violated_distribution_value_prints_on_its_side_and_a_tie_as_the_tie(tmp_path):
+    """disparate_impact is exactly 14/55 = 0.254545...: against `<= 0.25454545` it is violated, and the reason
+    said 'the value is 0.254545' (6 digits), below the threshold. At a tie (statistical_parity is exactly
+    41/100, 0.41000000000000003 in float64) `< 0.41` is violated and the value prints as 0.41, the tie."""
+    from fairspec.pipeline import check
+
+    spec = tmp_path / "spec.fair"
+    spec.write_text(FVGM + "property di {\n  disparate_impact(clf, groups P, distribution d) <= 0.25454545\n}\n"
+                    "property lt {\n  statistical_parity(clf, groups P, distribution d) < 0.41\n}\n")
+    v = {x.name: x for x in check(spec).verdicts}
+    assert v["di"].status == "violated" and "the value is 0.254545;" not in v["di"].reason
+    assert "the value is 0.2545455;" in v["di"].reason, v["di"].reason
+    assert v["lt"].status == "violated" and "the value is 0.41;" in v["lt"].reason, v["lt"].reason
+    assert "(0.1400), most favoured P (0.5500)" in v["lt"].reason, v["lt"].reason   # the exact PPVs, 0.55 - 0.14

@@ -254,17 +254,26 @@ def _verdict(prop, pb: Problem, res, backend, t0, boot: dict | None = None) -> V
                        details=details)
     value = float(value)
     claim = f"{prop.metric} {prop.op} {_spec_number(prop.threshold)}"
-    extremes = ""
-    if res.most_favoured is not None and res.least_favoured is not None:
-        # their printed ratio and difference keep the side of the threshold the rates' own are on
-        least, most = shown_pair(float(res.least_favoured_ppv), float(res.most_favoured_ppv), (prop.threshold,))
-        extremes = (f"; least favoured {_group_name(res.least_favoured, bn)} ({least}), "
-                    f"most favoured {_group_name(res.most_favoured, bn)} ({most})")
+
+    def extremes_text() -> str:
+        """The least and most favoured groups' PPVs (the exact ones once _exact_groups put them in details),
+        their printed ratio and difference on the side of the threshold the PPVs' own are on."""
+        if res.most_favoured is None or res.least_favoured is None:
+            return ""
+        lf, mf = details.get("least_favoured") or {}, details.get("most_favoured") or {}
+        lo = lf.get("ppv") if lf.get("ppv_exact") else res.least_favoured_ppv
+        hi = mf.get("ppv") if mf.get("ppv_exact") else res.most_favoured_ppv
+        least, most = shown_pair(float(lo), float(hi), (prop.threshold,))
+        return (f"; least favoured {_group_name(res.least_favoured, bn)} ({least}), "
+                f"most favoured {_group_name(res.most_favoured, bn)} ({most})")
+
     common = dict(value=value, backend=backend, seconds=seconds, details=details)
     if bn.n_rows is None:                       # a declared distribution: the value is exact
         # the value printed on the violated side of the threshold, as its exact rational is (literals.shown)
         return _exact_verdict(prop, pb, value, common, None, lambda exact: f"{claim} fails: the value is "
-                              f"{_shown(value, (prop.threshold,), digits=6, exact=exact)}{extremes}")
+                              f"{_shown(value if exact is None else float(exact), (prop.threshold,), digits=6, exact=exact)}"
+                              f"{extremes_text()}")
+    extremes = extremes_text()
     b = res.bound
     add = None if b is None else b.value_additive
     if b is not None:
