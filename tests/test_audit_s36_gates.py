@@ -146,6 +146,16 @@ def test_a_group_table_cell_keeps_its_side_of_the_threshold_in_text_and_html():
         assert "0.79996" in out and "0.8000" not in out
 
 
+def test_a_cell_at_the_threshold_prints_as_the_threshold():
+    """A rate of exactly 4/5 (the float 0.8) beside `>= 0.8` is on it: read as its shortest decimal, not bit
+    for bit (0.80000000000000004, which is above it)."""
+    from fairspec.backends.data.outputs import _one
+    from fairspec.report import cell_text
+
+    assert cell_text(0.8, (0.8,)) == "0.8000" and cell_text(0.1, (0.1,)) == "0.1000" and _one(0.1, (0.1,)) == "0.100"
+    assert cell_text(0.7999999999999999, (0.8,)) == "0.7999999999999999"
+
+
 def test_the_worst_pair_of_an_unknown_prints_rates_whose_difference_keeps_its_side():
     """(lowest F 0.2000; highest M 0.3000) against `<= 0.1` read as a difference of exactly 0.1: it is 0.10004."""
     from fairspec.verdict import Verdict

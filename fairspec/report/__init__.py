@@ -279,7 +279,7 @@ def cell_text(x, thresholds=()) -> str:
     if isinstance(x, float):
         if x != x or abs(x) >= 1000:
             return f"{x:,.0f}" if x == x and abs(x) != float("inf") else f"{x:.4f}"
-        return _literals.shown(x, thresholds, style="f")
+        return _literals.shown(x, thresholds, style="f", exact=repr(float(x)))  # a rate: its shortest decimal
     if isinstance(x, int):
         return f"{x:,}"
     return str(x)

@@ -189,7 +189,7 @@ def reliability_fig(v):
         xs, ys = zip(*pts)
         ece = g.get("ece")
         ax.plot(xs, ys, marker=markers[j % 8], color=colours[j % 8], linewidth=1, markersize=4,
-                label=label(f"{g['group']} (ECE {_shown(ece, v.thresholds, digits=3, style='f')})"
+                label=label(f"{g['group']} (ECE {_shown(ece, v.thresholds, digits=3, style='f', exact=repr(float(ece)))})"
                             if ece is not None else g["group"]))
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)

@@ -427,7 +427,7 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
 
 def _one(x, ts) -> str:
     """A number of a violated metric's reason: 3 decimals, more where 3 would move it across or onto ``ts``."""
-    return _shown(float(x), ts, digits=3, style="f")
+    return _shown(float(x), ts, digits=3, style="f", exact=repr(float(x)))  # read as its shortest decimal
 
 
 def _two(a, b, ts) -> tuple[str, str]:
