@@ -12,6 +12,7 @@ is as bad as a wrong proof. Each test here failed before its fix.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -242,7 +243,7 @@ def test_a_property_whose_worker_died_is_an_internal_error_not_an_allowed_unknow
 
     (tmp_path / "dying_model.py").write_text(DYING)
     monkeypatch.syspath_prepend(str(tmp_path))
-    from dying_model import Dying
+    Dying = importlib.import_module("dying_model").Dying   # written above (no import statement: no library)
 
     rng = np.random.default_rng(0)
     a, s = rng.integers(0, 6, 200), rng.integers(0, 2, 200)
