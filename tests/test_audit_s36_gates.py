@@ -23,6 +23,12 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, people_decls, run_cli
 
+# imported at collection, as test_distribution_exact does: an in-process pytester run (test_pytest_plugin) drops
+# the modules it imported, and a rule read by a fresh fairspec.backends.boolean is no LinearRule of the old one
+import fairspec.analyses.distribution_exact  # noqa: F401,E402
+import fairspec.backends.boolean  # noqa: F401,E402
+from fairspec.pipeline import check as _check  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 PEOPLE = FIXTURES / "data" / "people.csv"
 RULE = "model r = rule(score >= 0.5)\n"
@@ -77,12 +83,15 @@ def _plugin_args() -> list[str]:
 
 
 def test_the_pytest_plugin_fails_a_spec_with_no_property(tmp_path):
-    """It collected no item of it: a suite with any other test passed, checking nothing of the spec."""
+    """It collected no item of it: a suite with any other test passed, checking nothing of the spec. A
+    library (declarations and policies, no apply: other specs import it) is still no item."""
     _empty(tmp_path)
+    (tmp_path / "lib.fair").write_text(people_decls(PEOPLE) + RULE + "policy p(m: model) {\n  property q {"
+                                       " statistical_parity(m, groups sex) <= 0.3 }\n}\n")
     (tmp_path / "test_other.py").write_text("def test_other():\n    pass\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     r = subprocess.run([sys.executable, "-m", "pytest", "--fairspec", "-q", "-o", "addopts=", "-p", "no:cacheprovider",
-                        *_plugin_args(), "s.fair", "test_other.py"], cwd=tmp_path, env=env, capture_output=True,
+                        *_plugin_args(), "s.fair", "lib.fair", "test_other.py"], cwd=tmp_path, env=env, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "s.fair::check" in r.stdout and "no property to check" in r.stdout and "1 failed, 1 passed" in r.stdout
@@ -318,13 +327,11 @@ def test_a_violated_distribution_value_prints_on_its_side_and_a_tie_as_the_tie(t
     """disparate_impact is exactly 14/55 = 0.254545...: against `<= 0.25454545` it is violated, and the reason
     said 'the value is 0.254545' (6 digits), below the threshold. At a tie (statistical_parity is exactly
     41/100, 0.41000000000000003 in float64) `< 0.41` is violated and the value prints as 0.41, the tie."""
-    from fairspec.pipeline import check
-
     spec = tmp_path / "spec.fair"
     spec.write_text(FVGM + "property di {\n  disparate_impact(clf, groups P, distribution d) <= 0.25454545\n}\n"
                     "property lt {\n  statistical_parity(clf, groups P, distribution d) < 0.41\n}\n")
-    v = {x.name: x for x in check(spec).verdicts}
-    assert v["di"].status == "violated" and "the value is 0.254545;" not in v["di"].reason
+    v = {x.name: x for x in _check(spec).verdicts}
+    assert v["di"].status == "violated" and "the value is 0.254545;" not in v["di"].reason, v["di"]
     assert "the value is 0.2545455;" in v["di"].reason, v["di"].reason
     assert v["lt"].status == "violated" and "the value is 0.41;" in v["lt"].reason, v["lt"].reason
     assert "(0.1400), most favoured P (0.5500)" in v["lt"].reason, v["lt"].reason   # the exact PPVs, 0.55 - 0.14
