@@ -59,7 +59,8 @@ class CheckReport:
 
     @property
     def exit_code(self) -> int:
-        """The code `fairspec check` would exit with (0 holds, 1 violated, 2 errors, 3 unknown)."""
+        """The code `fairspec check` would exit with (0 holds, 1 violated, 2 errors -- a spec that states no
+        property too --, 3 unknown, 4 internal error)."""
         return self.report.exit_code
 
     @property

@@ -19,6 +19,13 @@ from fairspec.sema.check import CheckResult, check_file
 from fairspec.verdict import Unsupported, Verdict, unknown
 
 
+def nothing_to_check(path) -> str:
+    """The sentence of a check whose spec states no property (none of its own, and the policies it applies,
+    if any, none): exit code 2, as a spec error, in every format, the API and the pytest plugin."""
+    return (f"no property to check in {path} (the spec and the policies it applies state none): a check that "
+            f"checks nothing does not pass; state a property, or apply a policy that states one")
+
+
 class InputError(Exception):
     """A model or data file could not be used: one sentence naming the file."""
 
@@ -85,6 +92,10 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
                           **{d.path: "data" for d in spec.datasets if d.path}}
     report.imports = tuple(str(m.file) for m in (res.modules or ()) if str(m.file) != str(res.spec.file))
     report.claims = {p.name: (getattr(p, "op", None), getattr(p, "threshold", None)) for p in spec.properties}
+    if not spec.properties:  # a gate that checks nothing must not pass (exit 2: assert_fair and the plugin fail it too)
+        report.error = nothing_to_check(path)
+        report.seconds = time.perf_counter() - t0
+        return report
     if only is not None and not props:
         names = ", ".join(p.name for p in spec.properties)
         report.error = f"no property named {only!r} in {path} (properties: {names})"
@@ -374,6 +385,7 @@ def _run_property(prop, ctx, progress=None) -> dict:
     """Decide one property: {"verdict"} or {"error"} (a bad model/data file), with what it loaded."""
     from fairspec.models import ModelLoadError
     from fairspec.runtime.data import DataError
+    from fairspec.runtime.jobs import WorkerDied
 
     p = plan(prop, ctx.spec)
     backend = p.backend or "/".join(p.candidates) or None
@@ -404,6 +416,10 @@ def _run_property(prop, ctx, progress=None) -> dict:
     except DiagnosticError as e:    # a spec error only the loaded model reveals (FS402)
         v = None
         out["diagnostics"] = list(e.diagnostics)
+    except WorkerDied as e:  # a pool's worker died under the backend (killed, out of memory): the run failed
+        out["internal"] = f"{prop.name}: {e}"
+        v = unknown(prop, f"internal error: {e} while the {backend} backend ran; nothing was decided",
+                    backend=backend)
     except Exception as e:  # noqa: BLE001 - a bug in a backend: say so, keep the other verdicts
         if os.environ.get("FAIRSPEC_DEBUG"):
             raise
@@ -638,6 +654,7 @@ def _failed_job(job, reason: str) -> dict:
     """A property whose job failed for good (its worker lost more than the retries allow), or that
     the cluster gave no answer for within its budget (an Overrun): unknown, never holds."""
     from fairspec.runtime.executor import Overrun
+    from fairspec.runtime.jobs import DeathReason
     from fairspec.verdict import Verdict
 
     if isinstance(reason, Overrun):
@@ -650,7 +667,13 @@ def _failed_job(job, reason: str) -> dict:
                   "until the worker is restarted" + _moved_clause(reason.moved) if reason.held else ""))
     else:
         why = f"the job failed: {reason}"
+    if isinstance(reason, DeathReason):  # the worker process running it died: the run failed (exit code 4)
+        return {"verdict": Verdict(job[1], job[2], "unknown", reason=f"internal error: {reason} while it was "
+                                   f"decided; nothing was decided"), "internal": f"{job[1]}: {reason}"}
     return {"verdict": Verdict(job[1], job[2], "unknown", reason=why)}
+
+
+_failed_job.takes_death = True  # a dead worker is this property's internal error; the others' verdicts stay
 
 
 def _moved_clause(n: int) -> str:

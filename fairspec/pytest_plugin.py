@@ -73,6 +73,12 @@ class SpecFile(pytest.File):
         if any(d.is_error for d in res.diagnostics) or res.spec is None:
             yield LintItem.from_parent(self, name="lint", diagnostics=res.diagnostics)
             return
+        if not res.spec.properties:
+            # a file that applies policies and so states no property meant to check something: one failing item
+            # (no item would let the suite pass); one of declarations and policies only is a library, no item
+            if _applies(res, self.path):
+                yield NothingItem.from_parent(self, name="check")
+            return
         for prop in res.spec.properties:
             item = PropertyItem.from_parent(self, name=prop.name, line=getattr(prop.span, "line", 1))
             item.add_marker(pytest.mark.fairspec)
@@ -170,6 +176,32 @@ class LintItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, 0, f"fairspec lint {self.path.name}"
+
+
+def _applies(res, path) -> bool:
+    """Does the spec file itself (not an import) apply a policy?"""
+    from fairspec.syntax import ast
+
+    mine = [m for m in res.modules or () if Path(str(m.file)).resolve() == Path(path).resolve()]
+    return any(isinstance(d, ast.ApplyDecl) for m in mine for d in m.decls)
+
+
+class NothingItem(pytest.Item):
+    """``spec.fair::check`` of a spec that applies policies and states no property (fairspec.pipeline.
+    nothing_to_check): it fails, as `fairspec check` exits 2 and ``assert_fair`` raises."""
+
+    def runtest(self):
+        from fairspec.pipeline import nothing_to_check
+
+        raise FairspecFailure(visible_value(nothing_to_check(self.path.name)))
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, FairspecFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, 0, f"fairspec check {self.path.name}"
 
 
 class PropertyItem(pytest.Item):

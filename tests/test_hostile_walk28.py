@@ -297,7 +297,7 @@ def test_a_check_with_no_property_says_so_in_text(tmp_path):
     spec = tmp_path / "s.fair"
     spec.write_text("policy p(m: model) {\n  property q { statistical_parity(m, groups sex) <= 0.3 }\n}\n")
     r = run_cli("check", spec, cwd=tmp_path)
-    assert r.returncode == 0 and "no property to check" in r.stdout, (r.stdout, r.stderr)
+    assert r.returncode == 2 and "no property to check" in r.stdout, (r.stdout, r.stderr)  # (s36: exit 2)
 
 
 @pytest.mark.parametrize("cond, shown", [("sex in {F, F}", "F"), ('sex not in {"M", M}', "M"),

@@ -18,7 +18,7 @@ from fairspec.analyses.distribution import BayesNet
 from fairspec.kinds.distribution_problem import Problem, table_slack
 from fairspec.kinds.distribution_rule import rule_gap as _rule_gap
 from fairspec.verdict import Verdict, interval_status, unknown
-from fairspec.syntax.literals import interval as _interval, shown as _shown
+from fairspec.syntax.literals import interval as _interval, shown as _shown, shown_pair
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 
@@ -99,6 +99,11 @@ def _exact_value(prop, pb: Problem, subsets=None, ppvs: dict | None = None, fifs
         return None, str(e)
 
 
+def _said(reason, exact) -> str:
+    """A violated verdict's reason: a text, or made from the exact value (a Fraction, None when there is none)."""
+    return reason(exact) if callable(reason) else reason
+
+
 def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, violated_reason,
                    subsets=None) -> Verdict:
     """A value over a declared distribution: recomputed in exact rationals from the decimals as
@@ -138,7 +143,7 @@ def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, 
                                         f"fails for others", **common)
         if proof is not None:
             return Verdict(prop.name, prop.kind, "holds", how="proved", reason=holds_reason, proof=proof, **common)
-        return Verdict(prop.name, prop.kind, "violated", reason=violated_reason, **common)
+        return Verdict(prop.name, prop.kind, "violated", reason=_said(violated_reason, exact), **common)
     details["exact_value"] = None
     details["not_exact"] = why
     slack = float(table_slack(pb.bn))          # rows summing to 1 only within lint's 1e-6: no one distribution
@@ -156,7 +161,7 @@ def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, 
                        reason=f"computed in floating point only ({why}); the value is {value:.12g} "
                               f"+- {allow:g}", **common)
     if status == "violated":
-        return Verdict(prop.name, prop.kind, "violated", reason=violated_reason, **common)
+        return Verdict(prop.name, prop.kind, "violated", reason=_said(violated_reason, None), **common)
     return Verdict(prop.name, prop.kind, "unknown",
                    reason=f"the value {value:.12g} was computed in floating point only ({why}) and lies within "
                           f"{allow:g} of the threshold {_spec_number(prop.threshold)}", **common)
@@ -174,7 +179,8 @@ def _approximated(prop, pb: Problem, exact, value: float, common: dict) -> Verdi
         common["value"] = value = float(exact)
     rule = (d.get("classifier") or {}).get("rule")
     return Verdict(prop.name, prop.kind, "unknown",
-                   reason=f"{prop.metric} = {value:.6g} for the model's linear approximation"
+                   reason=f"{prop.metric} = {_shown(value, (prop.threshold,), digits=6, exact=exact)} for the model's "
+                          f"linear approximation"
                           f"{f' ({rule})' if rule else ''}, its weights rounded to integers, not for the model: "
                           f"{_rule_gap(pb)}, so nothing bounds the model's value over the declared distribution; "
                           f"measure it on data rows (data = DATA)", **common)
@@ -248,13 +254,26 @@ def _verdict(prop, pb: Problem, res, backend, t0, boot: dict | None = None) -> V
                        details=details)
     value = float(value)
     claim = f"{prop.metric} {prop.op} {_spec_number(prop.threshold)}"
-    extremes = ""
-    if res.most_favoured is not None and res.least_favoured is not None:
-        extremes = (f"; least favoured {_group_name(res.least_favoured, bn)} ({res.least_favoured_ppv:.4f}), "
-                    f"most favoured {_group_name(res.most_favoured, bn)} ({res.most_favoured_ppv:.4f})")
+
+    def extremes_text() -> str:
+        """The least and most favoured groups' PPVs (the exact ones once _exact_groups put them in details),
+        their printed ratio and difference on the side of the threshold the PPVs' own are on."""
+        if res.most_favoured is None or res.least_favoured is None:
+            return ""
+        lf, mf = details.get("least_favoured") or {}, details.get("most_favoured") or {}
+        lo = lf.get("ppv") if lf.get("ppv_exact") else res.least_favoured_ppv
+        hi = mf.get("ppv") if mf.get("ppv_exact") else res.most_favoured_ppv
+        least, most = shown_pair(float(lo), float(hi), (prop.threshold,))
+        return (f"; least favoured {_group_name(res.least_favoured, bn)} ({least}), "
+                f"most favoured {_group_name(res.most_favoured, bn)} ({most})")
+
     common = dict(value=value, backend=backend, seconds=seconds, details=details)
     if bn.n_rows is None:                       # a declared distribution: the value is exact
-        return _exact_verdict(prop, pb, value, common, None, f"{claim} fails: the value is {value:.6g}{extremes}")
+        # the value printed on the violated side of the threshold, as its exact rational is (literals.shown)
+        return _exact_verdict(prop, pb, value, common, None, lambda exact: f"{claim} fails: the value is "
+                              f"{_shown(value if exact is None else float(exact), (prop.threshold,), digits=6, exact=exact)}"
+                              f"{extremes_text()}")
+    extremes = extremes_text()
     b = res.bound
     add = None if b is None else b.value_additive
     if b is not None:
@@ -263,7 +282,7 @@ def _verdict(prop, pb: Problem, res, backend, t0, boot: dict | None = None) -> V
         return _bootstrap_verdict(prop, value, boot, bn.n_rows, claim, extremes, common, add)
     if add is None or not math.isfinite(add):
         return Verdict(prop.name, prop.kind, "unknown",
-                       reason=f"{prop.metric} = {value:.6g} over the distribution estimated from "
+                       reason=f"{prop.metric} = {_shown(value, (prop.threshold,), digits=6)} over the distribution estimated from "
                               f"{bn.n_rows} rows, but no finite-sample error bound is available for it", **common)
     lo, hi = max(0.0, value - add), min(1.0, value + add)
     conf = 1.0 - b.delta
@@ -326,7 +345,8 @@ def _bootstrap_verdict(prop, value: float, boot: dict, n_rows: int, claim: str, 
                f"(e.g. {longer_timeout(budget, 120)}) or lower bootstrap = ..." if done < boot["requested"] else
                f"{prop.metric} is undefined on {boot['undefined']} resamples")
         return Verdict(prop.name, prop.kind, "unknown",
-                       reason=f"{prop.metric} = {value:.6g}, but only {len(vals)} of {boot['requested']} bootstrap "
+                       reason=f"{prop.metric} = {_shown(value, (prop.threshold,), digits=6)}, but only {len(vals)} of "
+                              f"{boot['requested']} bootstrap "
                               f"resamples gave a value ({why})", **common)
     lo, hi = (float(x) for x in np.quantile(vals, [(1 - conf) / 2, 1 - (1 - conf) / 2]))
     info["interval"] = [lo, hi]

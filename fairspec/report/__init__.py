@@ -118,11 +118,7 @@ def print_text(report, console) -> None:
     if report.error:
         say(console, f"error: {report.error}", "bold red")
         return
-    if not report.verdicts:
-        if not any(d.is_error for d in report.diagnostics) and not getattr(report, "interrupted", False):
-            # (it printed nothing at all: an emptied spec, or one of policies never applied, passed unseen)
-            say(console, Text.assemble(value(str(report.spec)), ": no property to check (the spec and the policies it "
-                                       "applies state none)"))
+    if not report.verdicts:  # (a spec that states no property is report.error: fairspec.pipeline.nothing_to_check)
         return
     _print_summary(report, console)
     for v in report.verdicts:
@@ -131,7 +127,8 @@ def print_text(report, console) -> None:
             lines.append(v.reason)
         wp = v.details.get("worst_pair") if v.details else None
         if wp and v.status == "unknown" and "lowest" not in (v.reason or ""):
-            lines.append(f"(lowest {wp['low']} {wp['low_rate']:.4f}; highest {wp['high']} {wp['high_rate']:.4f})")
+            lo_text, hi_text = pair_texts(v, wp)
+            lines.append(f"(lowest {wp['low']} {lo_text}; highest {wp['high']} {hi_text})")
         shares = ((v.details or {}).get("coverage") or {}).get("shares")
         if shares and shares.get("summary"):
             if lines and not lines[-1].rstrip().endswith((".", "!", "?")):
@@ -271,16 +268,47 @@ def group_columns(v) -> list[tuple[str, str]]:
     return cols
 
 
-def cell_text(x) -> str:
+def cell_text(x, thresholds=()) -> str:
+    """A table cell: a float with 4 decimals, and more where 4 would put it on another side of one of
+    ``thresholds`` (the claim's, ``Verdict.thresholds``; a repair's goal) than it is, or on one it is not
+    on (``literals.shown``): a ratio of 0.79996 against ``>= 0.8`` prints 0.79996, never 0.8000."""
     if x is None:
         return "-"
     if isinstance(x, bool):
         return "yes" if x else "no"
     if isinstance(x, float):
-        return f"{x:.4f}" if abs(x) < 1000 else f"{x:,.0f}"
+        if x != x or abs(x) >= 1000:
+            return f"{x:,.0f}" if x == x and abs(x) != float("inf") else f"{x:.4f}"
+        return _literals.shown(x, thresholds, style="f", exact=repr(float(x)))  # a rate: its shortest decimal
     if isinstance(x, int):
         return f"{x:,}"
     return str(x)
+
+
+def repair_thresholds(v) -> tuple:
+    """What a repair's ratios are printed against: its goal ``c`` and the claim's thresholds."""
+    c = (v.details or {}).get("c")
+    return (*v.thresholds, *(() if c is None else (c,)))
+
+
+def pair_texts(v, wp: dict) -> tuple[str, str]:
+    """The worst pair's rates (lowest, highest) as the reports print them (``literals.shown_pair``): each on
+    its side of the claim's thresholds, and their printed difference and ratio on the side of each that the
+    rates' own are on (rates 0.30004 and 0.2 against ``<= 0.1`` never print as 0.3000 and 0.2000)."""
+    lo, hi = wp.get("low_rate"), wp.get("high_rate")
+    if not all(isinstance(x, float) and abs(x) < 1000 for x in (lo, hi)):
+        return cell_text(lo, v.thresholds), cell_text(hi, v.thresholds)
+    return _literals.shown_pair(lo, hi, v.thresholds)
+
+
+def _minimal_achieved(d: dict) -> tuple[str, str]:
+    """A repair's ``minimal`` and ``achieved`` semantic differences as printed beside "(<= alpha x minimal)":
+    4 decimals, or as many more as it takes for the printed pair to meet (or miss) that bound as the
+    numbers do (``literals.shown_scaled``)."""
+    m, a = d.get("minimal"), d.get("achieved")
+    if not all(isinstance(x, float) and abs(x) < 1000 for x in (m, a)):
+        return cell_text(m), cell_text(a)
+    return _literals.shown_scaled(m, a, d.get("alpha"))
 
 
 def _print_repair(v, console) -> None:
@@ -293,13 +321,15 @@ def _print_repair(v, console) -> None:
               title_justify="left")
     for col in ("pair", "before", "after"):
         t.add_column(col, justify="left" if col == "pair" else "right", overflow="fold")
+    goal = repair_thresholds(v)
     for p in d["pairs_before"]:
-        t.add_row(value(" / ".join(map(str, p["groups"]))), value(cell_text(p["ratio"])),
-                  value(cell_text(after.get(tuple(p["groups"])))))
+        t.add_row(value(" / ".join(map(str, p["groups"]))), value(cell_text(p["ratio"], goal)),
+                  value(cell_text(after.get(tuple(p["groups"])), goal)))
     console.print(t)
-    facts = [f"minimal (LP) {cell_text(d.get('minimal'))}"]
+    minimal, achieved = _minimal_achieved(d)
+    facts = [f"minimal (LP) {minimal}"]
     if d.get("repaired"):
-        facts += [f"achieved {cell_text(d.get('achieved'))} (<= {_spec_number(d['alpha'])} x minimal)",
+        facts += [f"achieved {achieved} (<= {_spec_number(d['alpha'])} x minimal)",
                   f"rows changed {cell_text(d.get('rows_changed'))} of {cell_text(d.get('rows'))}",
                   f"paths flipped {d.get('paths_flipped')}, refined {d.get('paths_refined')}",
                   f"accuracy {cell_text(d.get('accuracy_before'))} -> {cell_text(d.get('accuracy_after'))}",
@@ -325,9 +355,9 @@ def _print_groups(v, console) -> None:
         t.add_column("counted", overflow="fold")
     for r in d["groups"]:
         extra = [("excluded" if r.get("excluded") else cell_text(r["counted"]))] if counted else []
-        t.add_row(value(r["group"]), *(value(cell_text(r.get(k))) for k, _ in cols), *map(value, extra))
+        t.add_row(value(r["group"]), *(value(cell_text(r.get(k), v.thresholds)) for k, _ in cols), *map(value, extra))
     if d.get("overall"):
-        t.add_row(value("all rows"), *(value(cell_text(d["overall"].get(k))) for k, _ in cols),
+        t.add_row(value("all rows"), *(value(cell_text(d["overall"].get(k), v.thresholds)) for k, _ in cols),
                   *([value("")] if counted else []), style="dim")
     console.print(t)
     if d.get("excluded_groups"):

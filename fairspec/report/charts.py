@@ -15,6 +15,7 @@ import itertools
 
 from fairspec.diagnostics.visible import visible_value
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
+from fairspec.syntax.literals import shown as _shown  # a number on its side of the claim's thresholds
 
 # colour-blind-safe (Okabe-Ito), distinguishable in grey print by the hatches used with them
 _BLUE, _ORANGE, _GREEN, _GREY, _RED = "#0072B2", "#E69F00", "#009E73", "#999999", "#D55E00"
@@ -188,7 +189,8 @@ def reliability_fig(v):
         xs, ys = zip(*pts)
         ece = g.get("ece")
         ax.plot(xs, ys, marker=markers[j % 8], color=colours[j % 8], linewidth=1, markersize=4,
-                label=label(f"{g['group']} (ECE {ece:.3f})" if ece is not None else g["group"]))
+                label=label(f"{g['group']} (ECE {_shown(ece, v.thresholds, digits=3, style='f', exact=repr(float(ece)))})"
+                            if ece is not None else g["group"]))
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_xlabel("mean score in the bin (probability, 0-1)")

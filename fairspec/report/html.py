@@ -252,13 +252,15 @@ def _property(v, i: int, prefix: str = "", options: dict | None = None) -> str:
     return "".join(out)
 
 
-def _with_interval(row: dict, key: str) -> str:
-    """A rate with its bootstrap interval when the backend gave one: 0.4234 [0.3996, 0.4464]."""
+def _with_interval(row: dict, key: str, thresholds=()) -> str:
+    """A rate with its bootstrap interval when the backend gave one: 0.4234 [0.3996, 0.4464]; each
+    number on its side of the claim's ``thresholds`` (cell_text, literals.shown)."""
     e = _e
-    text = e(cell_text(row.get(key)))
+    text = e(cell_text(row.get(key), thresholds))
     iv = row.get(f"{key}_interval")
     if isinstance(iv, (list, tuple)) and len(iv) == 2 and all(isinstance(x, (int, float)) for x in iv):
-        text += f" <span class=interval>[{literals.shown(iv[0], end='low')}, {literals.shown(iv[1], end='high')}]</span>"
+        text += (f" <span class=interval>[{literals.shown(iv[0], thresholds, end='low')}, "
+                 f"{literals.shown(iv[1], thresholds, end='high')}]</span>")
     return text
 
 
@@ -293,8 +295,9 @@ def _ll144(report) -> str:
                 rows.append(f"<tr{' class=failing' if low else ''}><td>{e(title)}</td><td>{_v(str(g['group']))}</td>"
                             f"<td class=num>{e(cell_text(g.get('rows')))}</td>"
                             f"<td class=num>{e(cell_text(g.get('positives')))}</td>"
-                            f"<td class=num>{e(cell_text(g.get('positive_rate')))}</td>"
-                            f"<td class=num>{'excluded' if g.get('excluded') else e(cell_text(ratio))}</td></tr>")
+                            f"<td class=num>{e(cell_text(g.get('positive_rate'), v.thresholds))}</td>"
+                            f"<td class=num>{'excluded' if g.get('excluded') else e(cell_text(ratio, v.thresholds))}"
+                            f"</td></tr>")
             for g in v.details.get("excluded_groups") or ():
                 excluded.append(f"{title}: {g['group']} ({g['rows']:,} applicants, {g['share']:.2%})")
         if not rows:
@@ -499,12 +502,12 @@ def _group_metric(v) -> str:
         mark = failing.get(str(r["group"]))
         cls = " class=failing" if mark else ""
         name = _v(str(r["group"])) + (f" <span class=fails>&#x2717; {mark}, fails the claim</span>" if mark else "")
-        rows.append(f"<tr{cls}><td>{name}</td>" + "".join(f"<td class=num>{_with_interval(r, k)}</td>"
+        rows.append(f"<tr{cls}><td>{name}</td>" + "".join(f"<td class=num>{_with_interval(r, k, v.thresholds)}</td>"
                                                          for k, _ in cols)
                     + (f"<td>{e(flag)}</td>" if counted else "") + "</tr>")
     if d.get("overall"):
         rows.append("<tr class=overall><td>all rows</td>" + "".join(
-            f"<td class=num>{e(cell_text(d['overall'].get(k)))}</td>" for k, _ in cols) + ("<td></td>" if counted
+            f"<td class=num>{e(cell_text(d['overall'].get(k), v.thresholds))}</td>" for k, _ in cols) + ("<td></td>" if counted
                                                                                           else "") + "</tr>")
     title = f"Per group ({e(d.get('groups_label') or 'groups')}" + (f", weighted by {e(d['weight'])}"
                                                                     if d.get("weight") else "") + ")"

@@ -10,7 +10,10 @@ Results are returned in item order, so whatever executor runs them, the report i
 
 A job that raises is a failure, not a lost result: with ``on_error=lambda item, reason: ...``
 its result is what ``on_error`` returns (callers make it an ``unknown`` verdict with the reason);
-without it the error is raised as :class:`JobError`.
+without it the error is raised as :class:`JobError`. A pool's worker process that dies (killed, out of
+memory) is no job's failure but the run's: ``map`` raises :class:`WorkerDied` (an internal error, exit
+code 4), unless ``on_error`` takes it (``on_error.takes_death``: the properties' map of the pipeline,
+which keeps the other properties' verdicts).
 
 * :class:`SerialExecutor` — in-process, for tests, one worker and single-core machines.
 * :class:`ProcessExecutor` — a ``concurrent.futures`` process pool (``spawn`` by default:
@@ -44,10 +47,12 @@ from typing import Any, Callable, Protocol, Sequence
 
 from fairspec.runtime.dask_executor import _DASK, DaskExecutor
 from fairspec.runtime.job_clock import Overrun
-from fairspec.runtime.jobs import (_CONFIG, SINGLE_THREAD_ENV, WORKER_ENV, JobError, _chunked, _Failed, _finish,
-                                   _guarded, _reason, _resolve_shared, _run_chunk, _tune_malloc, _unchunk, configure)
+from fairspec.runtime.jobs import (_CONFIG, SINGLE_THREAD_ENV, WORKER_ENV, JobError, WorkerDied, _chunked, _Failed,
+                                   _finish, _guarded, _reason, _resolve_shared, _run_chunk, _tune_malloc, _unchunk,
+                                   configure)
 
-__all__ = ["Executor", "SerialExecutor", "ProcessExecutor", "DaskExecutor", "JobError", "Overrun", "configure",
+__all__ = ["Executor", "SerialExecutor", "ProcessExecutor", "DaskExecutor", "JobError", "WorkerDied", "Overrun",
+           "configure",
            "get_executor", "default_executor", "configured_workers", "process_pool", "shutdown_pools"]
 
 _SHARED: dict = {"token": None, "state": None}  # in a pool worker: the current shared state
@@ -317,12 +322,12 @@ class ProcessExecutor:
                 try:
                     outs.append(f.result())
                 except BrokenProcessPool:
-                    outs.append(_Failed("a worker process died (out of memory, or killed)"))
+                    outs.append(_Failed("a worker process died (out of memory, or killed)", died=True))
         except BaseException:  # Ctrl-C: end the workers now rather than wait for their items
             self.shutdown(wait=False)
             raise
         results = _unchunk(len(items), chunks, outs)
-        if any(isinstance(r, _Failed) and r.reason.startswith("a worker process died") for r in results):
+        if any(isinstance(r, _Failed) and r.died for r in results):
             self.shutdown(wait=False)
         return _finish(items, results, on_error)
 

@@ -29,9 +29,22 @@ class JobError(RuntimeError):
     """A job failed and the caller gave no ``on_error``."""
 
 
+class WorkerDied(RuntimeError):
+    """A worker process of the pool died (killed, out of memory) while it held the job: a failure of the
+    run, never an answer of the job's (so no JobError, which a backend may turn into an unknown). ``map``
+    raises it, whatever ``on_error`` is, unless ``on_error`` says it takes it (``on_error.takes_death =
+    True``: it is then called with a :class:`DeathReason`): the caller's property is an internal error
+    (exit code 4), which ``fail-on-unknown: false`` and ``allow_unknown`` do not let pass, not an unknown."""
+
+
+class DeathReason(str):
+    """The reason an ``on_error`` that takes a dead worker (``takes_death``) is called with."""
+
+
 @dataclass(frozen=True)
 class _Failed:
     reason: str
+    died: bool = False  # the worker process holding the job died (ProcessExecutor: BrokenProcessPool)
 
 
 
@@ -82,9 +95,11 @@ def _finish(items, results, on_error):
     out = []
     for it, r in zip(items, results):
         if isinstance(r, _Failed):
+            if r.died and not getattr(on_error, "takes_death", False):
+                raise WorkerDied(r.reason)
             if on_error is None:
                 raise JobError(r.reason)
-            r = on_error(it, r.reason)
+            r = on_error(it, DeathReason(r.reason) if r.died else r.reason)
         out.append(r)
     return out
 

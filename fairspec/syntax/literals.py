@@ -144,12 +144,7 @@ def shown(x, thresholds=(), *, end: str | None = None, digits: int = 4, style: s
             q = Fraction(x)
     except (TypeError, ValueError, ZeroDivisionError):
         q = Fraction(x)
-    ts = []
-    for t in thresholds or ():
-        try:
-            ts.append(Fraction(repr(float(t))) if isinstance(t, float) else Fraction(t))
-        except (TypeError, ValueError, OverflowError):
-            continue
+    ts = _thresholds(thresholds)
 
     def faithful(text: str) -> bool:
         p = _fraction_of(text)
@@ -166,6 +161,67 @@ def shown(x, thresholds=(), *, end: str | None = None, digits: int = 4, style: s
             if faithful(text):
                 return text
     return repr(x)
+
+
+def shown_pair(low, high, thresholds=(), *, digits: int = 4, style: str = "f") -> tuple[str, str]:
+    """Two rates printed side by side as the lowest and highest of a difference or ratio between groups:
+    each keeps its side of ``thresholds`` (:func:`shown`), with as many more digits as it takes for their
+    printed difference and ratio (``low / high``) to keep the side of each threshold that the rates' own
+    are on (0.2 and 0.30004 against ``<= 0.1`` never print as 0.2000 and 0.3000). A rate is read as its
+    shortest decimal. Not two finite floats: each as :func:`shown` prints it."""
+    from fractions import Fraction
+
+    if not all(isinstance(v, float) and v == v and abs(v) != float("inf") for v in (low, high)):
+        return shown(low, thresholds, digits=digits, style=style), shown(high, thresholds, digits=digits, style=style)
+    ts = _thresholds(thresholds)
+
+    def sides(a, b) -> tuple:
+        out = [(b - a > t) - (b - a < t) for t in ts]
+        return tuple(out + ([(a / b > t) - (a / b < t) for t in ts] if b else [None]))
+
+    want = sides(Fraction(repr(low)), Fraction(repr(high)))
+    for d in range(digits, digits + 40):
+        texts = shown(low, thresholds, digits=d, style=style), shown(high, thresholds, digits=d, style=style)
+        if sides(*map(_fraction_of, texts)) == want:
+            return texts
+    return repr(low), repr(high)
+
+
+def _thresholds(thresholds) -> list:
+    """A claim's thresholds as exact fractions, a float as its shortest decimal (as :func:`shown` reads them)."""
+    from fractions import Fraction
+
+    ts = []
+    for t in thresholds or ():
+        try:
+            ts.append(Fraction(repr(float(t))) if isinstance(t, float) else Fraction(t))
+        except (TypeError, ValueError, OverflowError):
+            continue
+    return ts
+
+
+def shown_scaled(base, x, factor, *, digits: int = 4, style: str = "f") -> tuple[str, str]:
+    """``base`` and ``x`` printed beside "x <= factor x base" (a repair's achieved semantic difference
+    against alpha x minimal): ``digits`` decimals, or as many more as it takes for the printed pair to
+    meet or miss the bound as the numbers do (each read as its shortest decimal, ``factor`` as the spec
+    writes it). Not two finite floats and a finite factor: each as :func:`shown` prints it."""
+    from fractions import Fraction
+
+    finite = all(isinstance(v, float) and v == v and abs(v) != float("inf") for v in (base, x))
+    if not finite or isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor != factor \
+            or abs(factor) == float("inf"):
+        return shown(base, digits=digits, style=style), shown(x, digits=digits, style=style)
+    k = Fraction(repr(float(factor))) if isinstance(factor, float) else Fraction(factor)
+
+    def side(b, y) -> int:
+        return (y > k * b) - (y < k * b)
+
+    want = side(Fraction(repr(base)), Fraction(repr(x)))
+    for d in range(digits, digits + 40):
+        texts = shown(base, digits=d, style=style), shown(x, digits=d, style=style)
+        if side(*map(_fraction_of, texts)) == want:
+            return texts
+    return repr(base), repr(x)
 
 
 def _fraction_of(text: str):

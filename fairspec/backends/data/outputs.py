@@ -25,6 +25,8 @@ from fairspec.backends.data.constant import lost_reason, lost_replicates, undefi
 from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows, small_undo_reason
 from fairspec.verdict import Unsupported, Verdict, interval_status, unknown
 from fairspec.syntax.literals import interval as _interval
+from fairspec.syntax.literals import shown as _shown
+from fairspec.syntax.literals import shown_pair as _shown_pair
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 
@@ -413,8 +415,9 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
         return estimated_holds(prop, claim, small, opts.min_group_size, common, opts.confidence)
     if status == "violated":
         labels = [str(x) for x in model.readout.classes] if multiclass and model.readout.classes else None
-        where = _worst_groups(mdef, per, names, eligible, mode, (g, pred, w1), labels) if mode == BETWEEN else \
-            _farthest_from_all(mdef, per, names, eligible, details["overall"], (g, pred, w1), labels)
+        ts = (prop.threshold,)          # the reason's numbers keep their side of it (literals.shown)
+        where = _worst_groups(mdef, per, names, eligible, mode, (g, pred, w1), labels, ts) if mode == BETWEEN else \
+            _farthest_from_all(mdef, per, names, eligible, details["overall"], (g, pred, w1), labels, ts)
         return Verdict(prop.name, prop.kind, "violated",
                        reason=f"{claim} fails over the whole {opts.confidence:.0%} interval{where}", **common)
     return Verdict(prop.name, prop.kind, "unknown",
@@ -422,7 +425,20 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
                           f"interval {_interval(lo, hi, (prop.threshold,))}; more data would decide it", **common)
 
 
-def _worst_groups(mdef, per, names, eligible, mode, rows, labels) -> str:
+def _one(x, ts) -> str:
+    """A number of a violated metric's reason: 3 decimals, more where 3 would move it across or onto ``ts``."""
+    return _shown(float(x), ts, digits=3, style="f", exact=repr(float(x)))  # read as its shortest decimal
+
+
+def _two(a, b, ts) -> tuple[str, str]:
+    """Two numbers compared in a violated metric's reason (lowest and highest, a group's and all rows'):
+    3 decimals, more where their printed difference or ratio would cross or meet ``ts`` (literals.shown_pair)."""
+    lo, hi = sorted((float(a), float(b)))
+    texts = _shown_pair(lo, hi, ts, digits=3)
+    return texts if float(a) <= float(b) else texts[::-1]
+
+
+def _worst_groups(mdef, per, names, eligible, mode, rows, labels, ts=()) -> str:
     """The groups a violated metric's value comes from, as a binary metric's reason names its lowest and
     highest rate: the lowest and highest group of a difference or ratio between groups, the group of
     the largest loss, the two groups whose class distributions are farthest apart, the two groups
@@ -434,7 +450,7 @@ def _worst_groups(mdef, per, names, eligible, mode, rows, labels) -> str:
         if not vals:
             return ""
         v, k = max(vals)
-        return f"; highest {names[k]} ({v:.3f})"
+        return f"; highest {names[k]} ({_one(v, ts)})"
     if mode != BETWEEN:
         return ""
     if mdef.form in ("output_difference", "output_ratio"):
@@ -442,7 +458,8 @@ def _worst_groups(mdef, per, names, eligible, mode, rows, labels) -> str:
         if len(vals) < 2:
             return ""
         (lv, a), (hv, b) = min(vals), max(vals)
-        return f"; lowest {names[a]} ({lv:.3f}), highest {names[b]} ({hv:.3f})"
+        lt, ht = _two(lv, hv, ts)
+        return f"; lowest {names[a]} ({lt}), highest {names[b]} ({ht})"
     if mdef.form == "class_distance" and len(ks) >= 2:
         sh = per[ks]
         d = np.abs(sh[:, None, :] - sh[None, :, :]).sum(axis=-1) / 2.0
@@ -450,7 +467,7 @@ def _worst_groups(mdef, per, names, eligible, mode, rows, labels) -> str:
             return ""
         i, j = np.unravel_index(int(np.nanargmax(d)), d.shape)
         a, b = ks[min(i, j)], ks[max(i, j)]
-        return f"; farthest apart {names[a]} and {names[b]} ({float(d[i, j]):.3f})"
+        return f"; farthest apart {names[a]} and {names[b]} ({_one(d[i, j], ts)})"
     if mdef.form == "class_odds" and len(ks) >= 2:
         sub = per[ks]                                   # [groups, K, (TPR, FPR)]
         with np.errstate(invalid="ignore"), __import__("warnings").catch_warnings():
@@ -462,8 +479,9 @@ def _worst_groups(mdef, per, names, eligible, mode, rows, labels) -> str:
         col = sub[:, c, r]
         a, b = int(np.nanargmin(col)), int(np.nanargmax(col))
         cls = f'"{labels[c]}"' if labels else str(int(c))
-        return (f"; class {cls} {'TPR' if r == 0 else 'FPR'}: lowest {names[ks[a]]} ({col[a]:.3f}), "
-                f"highest {names[ks[b]]} ({col[b]:.3f})")
+        lt, ht = _two(col[a], col[b], ts)
+        return (f"; class {cls} {'TPR' if r == 0 else 'FPR'}: lowest {names[ks[a]]} ({lt}), "
+                f"highest {names[ks[b]]} ({ht})")
     if mdef.form == "ks_distance" and len(ks) >= 2:
         g, pred, w = rows
         order = np.argsort(pred, kind="stable")
@@ -481,11 +499,11 @@ def _worst_groups(mdef, per, names, eligible, mode, rows, labels) -> str:
         x = int(np.argmax(C.max(axis=0) - C.min(axis=0)))
         a, b = int(np.argmin(C[:, x])), int(np.argmax(C[:, x]))
         return (f"; farthest apart {names[who[min(a, b)]]} and {names[who[max(a, b)]]} "
-                f"({float(C[b, x] - C[a, x]):.3f})")
+                f"({_one(C[b, x] - C[a, x], ts)})")
     return ""
 
 
-def _farthest_from_all(mdef, per, names, eligible, overall: dict, rows, labels) -> str:
+def _farthest_from_all(mdef, per, names, eligible, overall: dict, rows, labels, ts=()) -> str:
     """A violated ``compare = to_overall`` metric: the group whose quantity is farthest from all rows' (the
     ``all rows`` line of the table), as the reason of a difference or ratio between groups names its
     lowest and highest group; '' where no group has the quantity."""
@@ -500,7 +518,8 @@ def _farthest_from_all(mdef, per, names, eligible, overall: dict, rows, labels) 
         if not vals:
             return ""
         _, k = max(vals)
-        return f"; farthest from all rows {names[k]} ({per[k]:.3f}; all rows {ref:.3f})"
+        gt, rt = _two(per[k], ref, ts)
+        return f"; farthest from all rows {names[k]} ({gt}; all rows {rt})"
     if mdef.form == "class_distance":
         shares = overall.get("class_share") or {}
         ref = np.array([np.nan if x is None else x for x in shares.values()], dtype=np.float64)
@@ -508,7 +527,7 @@ def _farthest_from_all(mdef, per, names, eligible, overall: dict, rows, labels) 
         if not d or np.isnan(ref).any():
             return ""
         v, k = max(d)
-        return f"; farthest from all rows {names[k]} ({v:.3f})"
+        return f"; farthest from all rows {names[k]} ({_one(v, ts)})"
     if mdef.form == "class_odds":
         tpr, fpr = overall.get("class_tpr") or {}, overall.get("class_fpr") or {}
         ref = np.array([[np.nan if tpr.get(c) is None else tpr[c], np.nan if fpr.get(c) is None else fpr[c]]
@@ -527,8 +546,8 @@ def _farthest_from_all(mdef, per, names, eligible, overall: dict, rows, labels) 
             return ""
         v, k, c, r = best
         cls = f'"{labels[c]}"' if labels else str(c)
-        return (f"; class {cls} {'TPR' if r == 0 else 'FPR'}: farthest from all rows {names[k]} "
-                f"({per[k][c, r]:.3f}; all rows {ref[c, r]:.3f})")
+        gt, rt = _two(per[k][c, r], ref[c, r], ts)
+        return f"; class {cls} {'TPR' if r == 0 else 'FPR'}: farthest from all rows {names[k]} ({gt}; all rows {rt})"
     if mdef.form == "ks_distance":
         from fairspec.analyses.output_metrics import ks_distance
 
@@ -538,7 +557,7 @@ def _farthest_from_all(mdef, per, names, eligible, overall: dict, rows, labels) 
         if not d:
             return ""
         v, k = max(d)
-        return f"; farthest from all rows {names[k]} ({v:.3f})"
+        return f"; farthest from all rows {names[k]} ({_one(v, ts)})"
     return ""
 
 

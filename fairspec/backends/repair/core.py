@@ -34,6 +34,7 @@ from fairspec.backends.repair.optimise import (UNCHECKED, Choice, Options, choos
 from fairspec.backends.repair.patch import leaf_value, repaired_estimator
 from fairspec.certify.exact import threshold_of
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
+from fairspec.syntax.literals import shown as _shown  # a bound rounded outward, on its side of c
 
 SUPPORTED = ("DecisionTreeClassifier", "RandomForestClassifier")
 
@@ -333,11 +334,13 @@ def _explain_unreachable(out: Outcome, cells, X, base, sizes, pb: Problem, budge
         out.needed = float(k.sum()) / N
     out.best_ratio = _best_ratio_within(cells, sign, base, sizes, budget, pb, probe)
     op = ">" if pb.strict else ">="
-    need = "" if out.needed is None else f", and reaching {op} {_spec_number(pb.c)} needs at least {out.needed:.4f} of the rows changed"
+    # a lower bound printed rounded down, an upper bound up and on its side of c (literals.shown)
+    need = "" if out.needed is None else (f", and reaching {op} {_spec_number(pb.c)} needs at least "
+                                          f"{_shown(out.needed, end='low', style='f')} of the rows changed")
     out.reason = (f"no repair changing at most alpha x minimal = {_spec_number(pb.alpha)} x {out.minimal:.4f} of the rows "
                   f"({budget} rows) reaches passing-rate ratio {op} {_spec_number(pb.c)}, even with every "
                   f"path hypercube refined to single points; the best ratio within the bound is at most "
-                  f"{out.best_ratio:.4f}{need}")
+                  f"{_shown(float(out.best_ratio), (pb.c,), end='high', style='f')}{need}")
 
 
 _PROBE_SECONDS = 10.0   # each explanation probe of an unreachable goal

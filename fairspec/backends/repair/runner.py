@@ -16,6 +16,7 @@ import numpy as np
 from fairspec import ir
 from fairspec.verdict import Verdict, unknown
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
+from fairspec.syntax.literals import shown, shown_scaled  # numbers on their side of the goal
 
 BACKEND = "repair"
 
@@ -214,10 +215,12 @@ def run_repair(prop: ir.Repair, ctx, progress=None, *, engine: str, timeout: flo
                    accuracy_after=_acc(d1, y), written=where, repaired=True, reverified=bool(ok_ratio and ok_sd))
     seconds = time.perf_counter() - t0
     if not (ok_ratio and ok_sd):
+        minimal_text, sd_text = shown_scaled(float(out.minimal), float(sd), prop.alpha)
         return unknown(prop, f"the repaired model{' written to ' + where if where else ''} did not pass re-verification "
-                             f"(ratio {ratio_after}, semantic difference {sd:.4f} vs bound "
-                             f"{prop.alpha * out.minimal:.4f}); this is a fairspec bug", backend=BACKEND,
+                             f"(ratio {ratio_after}, semantic difference {sd_text} vs bound "
+                             f"{_spec_number(prop.alpha)} x {minimal_text}); this is a fairspec bug", backend=BACKEND,
                        details=details, seconds=seconds)
+    minimal_text, sd_text = shown_scaled(float(out.minimal), float(sd), prop.alpha)
     target = f"written to {where}" if where else "not written (the repair block has no write line)"
     if not out.optimal and out.note:
         target += f"; {out.note}"
@@ -226,8 +229,9 @@ def run_repair(prop: ir.Repair, ctx, progress=None, *, engine: str, timeout: flo
                    f"found{' (the greedy start)' if out.greedy else ''} was kept, its hard constraints re-verified")
     return Verdict(prop.name, prop.kind, "holds", how="proved", value=_r(ratio_after), backend=BACKEND, proof=proof,
                    reason=(f"repaired: {out.paths_flipped} path(s) flipped, {out.paths_refined} refined; "
-                           f"ratio {_f4(ratio_before)} -> {_f4(ratio_after)} {op} {_spec_number(prop.threshold)}; semantic "
-                           f"difference {sd:.4f} ({changed} rows) <= {_spec_number(prop.alpha)} x minimal {out.minimal:.4f}; "
+                           f"ratio {_f4(ratio_before, prop.threshold, exact_before)} -> "
+                           f"{_f4(ratio_after, prop.threshold, exact_after)} {op} {_spec_number(prop.threshold)}; semantic "
+                           f"difference {sd_text} ({changed} rows) <= {_spec_number(prop.alpha)} x minimal {minimal_text}; "
                            f"re-verified on the model loaded back, {target}"),
                    details=details, seconds=seconds)
 
@@ -272,8 +276,12 @@ def _float(r) -> float | None:
     return None if r is None else float(r)
 
 
-def _f4(v) -> str:
-    return "undefined (no group passes)" if v is None else f"{v:.4f}"
+def _f4(v, threshold=None, exact=None) -> str:
+    """A passing-rate ratio in a reason: 4 decimals, more where 4 would move it to the other side of the
+    goal ``threshold`` or onto it (``literals.shown``; ``exact``: the ratio's exact Fraction)."""
+    if v is None:
+        return "undefined (no group passes)"
+    return shown(float(v), () if threshold is None else (threshold,), style="f", exact=exact)
 
 
 def _pairs(pairs):
