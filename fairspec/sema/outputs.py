@@ -89,6 +89,9 @@ def class_arg(ck, model: ir.Model, v) -> int:
 
 def no_probability_hint(model: ir.Model) -> str:
     name = model.name
+    if model.task == "multiclass" and "multi:softmax" in (model.no_probability or ""):
+        return (f"compare classes with class({name}(x)) == class({name}(x')), or a class's margin with "
+                f"logit({name}(x), c); train with objective multi:softprob to read its probabilities")
     if model.format in ("xgboost", "lightgbm"):
         rule = (' (once its declaration states their rule: output = "predict" or "margin")'
                 if model.decision_unstated else "")
