@@ -95,3 +95,160 @@ def test_multi_softmax_class_and_margin_agree_with_the_booster(tmp_path, monkeyp
         spec.write_text(XGB_SPEC.format(file=path.name, post=post))
         (p,) = _check(spec, enumerate_pairs, monkeypatch)["properties"]
         assert p["status"] == ("violated" if differ else "holds"), (post, p)
+
+
+# ---- index = i: "predict is class i", the first maximal column at an exact tie -----------------------------------
+
+ONNX_SPEC = """features F {{
+  a : int in [0, {top}]
+  g : int in [0, 1] protected
+}}
+model m = onnx("m.onnx", index = {index})
+encode F for m {{
+  a : raw
+  g : raw
+}}
+property lb {{
+  forall x, x' : F
+  require x.* == x'.* except {{g}}
+  ensure label(m(x)) == label(m(x'))
+}}
+"""
+
+
+def _gemm_onnx(path, W, b):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    X = helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 2])
+    Y = helper.make_tensor_value_info("logits", TensorProto.FLOAT, [None, W.shape[1]])
+    graph = helper.make_graph([helper.make_node("Gemm", ["x", "W", "b"], ["logits"])], "g", [X], [Y],
+                              [numpy_helper.from_array(W.astype(np.float32), "W"),
+                               numpy_helper.from_array(b.astype(np.float32), "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+
+
+@pytest.mark.parametrize("enumerate_pairs", ["", "0"])
+@pytest.mark.parametrize("index", [0, 1])
+@pytest.mark.parametrize("k", [2, 3])
+def test_onnx_logits_index_reads_the_first_maximal_column_at_a_tie(tmp_path, monkeypatch, k, index, enumerate_pairs):
+    """Logits [a, 1 + g/4] (k = 2) or [a, 1 + g/4, -10] (k = 3): at a = 1, g = 0 columns 0 and 1 tie exactly and the
+    argmax (onnx ArgMax, class(m(x))) is column 0; at g = 1 it is column 1. label with index = i is "column i is the
+    largest", the argmax's class: it changes with g for both i. Before the fix index = 0 read y_0 - max_j y_j > 0, which
+    called the tie "not class 0": `holds` (enumeration, and the solver path's refinement for k = 2), truth violated."""
+    ort = pytest.importorskip("onnxruntime")
+    W = np.array([[1.0, 0.0, 0.0], [0.0, 0.25, 0.0]])[:, :k]
+    b = np.array([0.0, 1.0, -10.0])[:k]
+    _gemm_onnx(tmp_path / "m.onnx", W, b)
+    y = ort.InferenceSession(str(tmp_path / "m.onnx")).run(None, {"x": GRID.astype(np.float32)})[0]
+    truth = "violated" if _pairs_differ(np.argmax(y, axis=1) == index) else "holds"
+    assert truth == "violated"
+    (tmp_path / "s.fair").write_text(ONNX_SPEC.format(top=3, index=index))
+    (p,) = _check(tmp_path / "s.fair", enumerate_pairs, monkeypatch)["properties"]
+    if k == 3 and enumerate_pairs == "0":
+        assert p["status"] == "unknown", p          # no solver encodes "column i is the largest of 3"
+    else:
+        assert p["status"] == truth, p
+
+
+SK_SPEC = """features F {{
+  a : int in [0, 3]
+  g : {{A, B}} protected
+}}
+model m = sklearn("m.skops", index = {index}{score})
+encode F for m {{ a : raw  g : code {{A = 0, B = 1}} }}  # fairspec: ignore[FS427]
+property lb {{
+  forall x, x' : F
+  require x.* == x'.* except {{g}}
+  ensure label(m(x)) == label(m(x'))
+}}
+"""
+
+
+def _tie_tree():
+    """A 3-class DecisionTreeClassifier whose leaf at (a = 1, g = 0) holds classes 0 and 1 equally (predict_proba
+    [0.5, 0.5, 0]: predict is class 0, the first largest) and at (a = 1, g = 1) mostly class 1."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    rows = []
+    for a, g in GRID.astype(int):
+        rows += ([(a, g, 0), (a, g, 1)] if (a, g) == (1, 0) else [(a, g, 1)] * 3 + [(a, g, 0)] if a == 1
+                 else [(a, g, 2)] * 2)
+    R = np.array(rows, dtype=float)
+    return DecisionTreeClassifier(random_state=0).fit(R[:, :2], R[:, 2].astype(int))
+
+
+def _tie_linear():
+    """A 3-class LogisticRegression whose decision_function is [a, 1 + g/4, -5 a]: columns 0 and 1 tie exactly at
+    (a = 1, g = 0), where predict is class 0."""
+    from sklearn.linear_model import LogisticRegression
+
+    m = LogisticRegression().fit(GRID, np.array([0, 1, 2, 0, 1, 2, 0, 1]))
+    m.coef_, m.intercept_ = np.array([[1.0, 0.0], [0.0, 0.25], [-5.0, 0.0]]), np.array([0.0, 1.0, 0.0])
+    return m
+
+
+@pytest.mark.parametrize("enumerate_pairs", ["", "0"])
+@pytest.mark.parametrize("score", ["", ", score = logit"])
+@pytest.mark.parametrize("index", [0, 1])
+@pytest.mark.parametrize("make", [_tie_tree, _tie_linear])
+def test_sklearn_multiclass_index_reads_predict(tmp_path, monkeypatch, make, index, score, enumerate_pairs):
+    """README: a multiclass scikit-learn classifier with index = i has the binary decision "its own predict is class
+    i". Declared by its predict_proba (the default) it was refused (FS413: 'probability of column i > 0.5' is not
+    the decision), though the loader's decide() reads predict. Now read, on every path, as brute force on predict:
+    an exact tie between columns 0 and 1 is class 0. Failed before (FS413 for score unset)."""
+    sio = pytest.importorskip("skops.io")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = make()
+        pred = est.predict(GRID)
+    sio.dump(est, tmp_path / "m.skops")
+    truth = "violated" if _pairs_differ(pred == est.classes_[index]) else "holds"
+    (tmp_path / "s.fair").write_text(SK_SPEC.format(index=index, score=score))
+    rep = _check(tmp_path / "s.fair", enumerate_pairs, monkeypatch)
+    assert not [d for d in rep["diagnostics"] if d["severity"] == "error"], rep["diagnostics"]
+    (p,) = rep["properties"]
+    if enumerate_pairs == "0":
+        assert p["status"] in (truth, "unknown"), p     # the solvers read binary classifiers only
+    else:
+        assert p["status"] == truth, p
+
+
+MC_DATA_SPEC = """data d = csv("t.csv", label = y == 1)
+features F from d {{
+  a : int in [0, 3]
+  g : {{A, B}} protected
+}}
+model m = sklearn("m.skops", index = {index})
+encode F for m {{ a : raw  g : code {{A = 0, B = 1}} }}  # fairspec: ignore[FS427]
+property sp {{ statistical_parity(m, groups g) <= 0 }}
+"""
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_sklearn_multiclass_index_group_metric_reads_predict(tmp_path, index):
+    """A group metric of a multiclass classifier declared with index = i counts predict == classes_[i] per group
+    (the data path), exactly as brute force on predict: the tie row (a = 1, group A) is class 0."""
+    import pandas as pd
+
+    sio = pytest.importorskip("skops.io")
+    from fairspec import api
+
+    est = _tie_tree()
+    sio.dump(est, tmp_path / "m.skops")
+    a = np.tile([1, 1, 2, 2, 0, 0, 3, 3, 1, 1], 8)        # 40 rows per group (min_group_size is 30)
+    g = np.array(["A", "B"] * 40)
+    X = np.c_[a, (g == "B").astype(float)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pos = est.predict(X) == est.classes_[index]
+    truth = abs(pos[g == "A"].mean() - pos[g == "B"].mean())
+    pd.DataFrame({"a": a, "g": g, "y": [0, 1] * 40}).to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.fair").write_text(MC_DATA_SPEC.format(index=index))
+    rep = api.check(str(tmp_path / "s.fair")).to_dict()
+    assert not [d for d in rep["diagnostics"] if d["severity"] == "error"], rep["diagnostics"]
+    (p,) = rep["properties"]
+    assert p["status"] == ("holds" if truth <= 0 else "violated"), (p.get("reason"), p, truth)
+    assert p["value"] == pytest.approx(truth, abs=1e-12), (p, truth)
