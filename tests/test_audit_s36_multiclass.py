@@ -149,8 +149,26 @@ def test_onnx_logits_index_reads_the_first_maximal_column_at_a_tie(tmp_path, mon
     (p,) = _check(tmp_path / "s.fair", enumerate_pairs, monkeypatch)["properties"]
     if k == 3 and enumerate_pairs == "0":
         assert p["status"] == "unknown", p          # no solver encodes "column i is the largest of 3"
+    elif k == 2 and index == 0 and enumerate_pairs == "0":
+        assert p["status"] == "unknown" and "index = 1" in p["reason"], p   # pair_runtime.tie_unencoded
     else:
         assert p["status"] == truth, p
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_smt_two_logits_index_0_is_not_proved_past_a_tie(tmp_path, monkeypatch, index):
+    """The SMT backend encodes class `index` of two logits as z_i - z_(1-i) > 0. With index = 0 the runtime's argmax
+    calls the tie (a = 1, g = 0) class 0, so the pair (1, 0) / (1, 1) flips the label: before, `holds (proved)` ("the
+    exact SMT query with the violated post-condition is unsat"), truth violated. Now `unknown` naming index = 1, which
+    asks the same question and is decided (violated)."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("z3")
+    _gemm_onnx(tmp_path / "m.onnx", np.array([[1.0, 0.0], [0.0, 0.25]]), np.array([0.0, 1.0]))
+    spec = ONNX_SPEC.format(top=3, index=index).replace("label(m(x'))\n", "label(m(x'))\n  using smt\n")
+    assert "using smt" in spec
+    (tmp_path / "s.fair").write_text(spec)
+    (p,) = _check(tmp_path / "s.fair", "0", monkeypatch)["properties"]
+    assert p["status"] == ("unknown" if index == 0 else "violated"), p
 
 
 SK_SPEC = """features F {{
@@ -252,3 +270,42 @@ def test_sklearn_multiclass_index_group_metric_reads_predict(tmp_path, index):
     (p,) = rep["properties"]
     assert p["status"] == ("holds" if truth <= 0 else "violated"), (p.get("reason"), p, truth)
     assert p["value"] == pytest.approx(truth, abs=1e-12), (p, truth)
+
+
+# ---- gblinear and dart boosters: never read as trees on the solver paths ----------------------------------------
+
+@pytest.mark.parametrize("enumerate_pairs", ["", "0"])
+@pytest.mark.parametrize("booster", ["gblinear", "dart"])
+def test_gblinear_and_dart_are_refused_by_the_solvers(tmp_path, monkeypatch, booster, enumerate_pairs):
+    """A gblinear booster whose weight on g is 1e-7 (below the 1e-5 self-check) and a dart booster: the solver
+    paths (FAIRSPEC_ENUMERATE_PAIRS=0) say `unknown` (only gbtree is encoded), never `holds`; the enumeration reads
+    the booster's own predict (brute force). A guard: sound before this session too."""
+    import json
+
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(0)
+    X = np.repeat(GRID, 30, axis=0)
+    y = ((X[:, 0] + rng.normal(0, 1, len(X))) > 1.5).astype(int)
+    params = {"objective": "binary:logistic", "booster": booster, "nthread": 1}
+    if booster == "dart":
+        params.update(max_depth=2, rate_drop=0.5, skip_drop=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b = xgb.train(params, xgb.DMatrix(X, label=y), num_boost_round=4)
+    path = tmp_path / "m.json"
+    b.save_model(str(path))
+    if booster == "gblinear":
+        doc = json.loads(path.read_text())
+        doc["learner"]["gradient_booster"]["model"]["weights"][1] = 1e-7      # [w_a, w_g, bias]
+        path.write_text(json.dumps(doc))
+        b = xgb.Booster()
+        b.load_model(str(path))
+    p = b.predict(xgb.DMatrix(GRID))
+    truth = "violated" if _pairs_differ(p) else "holds"
+    assert booster == "dart" or truth == "violated"       # the 1e-7 weight moves the float32 probability
+    (tmp_path / "s.fair").write_text(XGB_SPEC.format(file="m.json", post="|prob(m(x)) - prob(m(x'))| <= 0"))
+    (v,) = _check(tmp_path / "s.fair", enumerate_pairs, monkeypatch)["properties"]
+    if enumerate_pairs == "0":
+        assert v["status"] == "unknown" and "only gbtree" in v["reason"], v
+    else:
+        assert v["status"] == truth, (v, truth)

@@ -72,6 +72,18 @@ def label_by_argmax(model) -> bool:
     return bool(getattr(readout, "argmax_decision", False)) and not label_by_predict(model)
 
 
+def tie_unencoded(prop: ir.IndividualFairness, model) -> str | None:
+    """Why the solvers cannot decide a ``label`` post of two logits read with ``index = 0``, or None: they encode
+    class 0 as ``g = z_0 - z_1 > 0``, while the runtime's argmax (``label_by_argmax``) calls an exact tie class 0
+    too, so a pair flipping only at a tie was no pair to them (an SMT `holds (proved)` broken on the runtime)."""
+    readout = getattr(model, "readout", None)
+    if prop.post != "label" or not label_by_argmax(model) or readout.columns != 2 or readout.index != 0:
+        return None
+    return ("the solvers encode class 0 of two logits as 'column 0 minus column 1 is > 0', but the runtime's "
+            "argmax calls an exact tie class 0 too (the first largest column); declare index = 1 on the model, "
+            "which asks the same label question (label(m(x)) == label(m(x')) does not depend on which class is 1)")
+
+
 def label_is_decision(model) -> bool:
     """A ``label`` post compares the model's decisions as 0/1 (:func:`label_by_predict` or
     :func:`label_by_argmax`), not its score against the threshold."""
