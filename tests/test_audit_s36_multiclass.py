@@ -309,3 +309,28 @@ def test_gblinear_and_dart_are_refused_by_the_solvers(tmp_path, monkeypatch, boo
         assert v["status"] == "unknown" and "only gbtree" in v["reason"], v
     else:
         assert v["status"] == truth, (v, truth)
+
+
+def test_multi_softprob_index_hint_names_the_margin(tmp_path, monkeypatch):
+    """index = i on a multi:softprob booster read by its probabilities stays FS413 (a probability above 0.5 is not
+    its argmax), and the hint names what a booster accepts (output = "margin"), not score = logit, which its loader
+    refuses; with output = "margin" the label is "margin i is the largest", as brute force on output_margin."""
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(0)
+    X = np.repeat(GRID, 30, axis=0)
+    y = (X[:, 0] + X[:, 1] + rng.integers(0, 2, len(X))) % 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b = xgb.train({"objective": "multi:softprob", "num_class": 3, "max_depth": 2, "nthread": 1},
+                      xgb.DMatrix(X, label=y), num_boost_round=4)
+    b.save_model(str(tmp_path / "m.json"))
+    spec = XGB_SPEC.format(file="m.json", post="label(m(x)) == label(m(x'))")
+    (tmp_path / "s.fair").write_text(spec.replace('xgboost("m.json")', 'xgboost("m.json", index = 1)'))
+    rep = _check(tmp_path / "s.fair", "", monkeypatch)
+    errors = [d for d in rep["diagnostics"] if d["severity"] == "error"]
+    assert [d["code"] for d in errors] == ["FS413"] and 'output = "margin"' in errors[0]["hint"], errors
+    (tmp_path / "s.fair").write_text(spec.replace('xgboost("m.json")', 'xgboost("m.json", output = "margin", index = 1)'))
+    margin = b.predict(xgb.DMatrix(GRID), output_margin=True)
+    truth = "violated" if _pairs_differ(np.argmax(margin, axis=1) == 1) else "holds"
+    (p,) = _check(tmp_path / "s.fair", "", monkeypatch)["properties"]
+    assert p["status"] == truth, p

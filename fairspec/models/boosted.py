@@ -219,6 +219,11 @@ class _Boosted(LoadedModel):
             raise ModelLoadError(f"{path} holds a {task} {fmt} model whose declared output is a {kind}, not a "
                                  f"{given}", path)
         self._what = f"{self.output_description()} of {fmt} model {path}"
+        if task == "multiclass" and index is not None and kind == "prob":    # not readout's hint (score = logit)
+            raise ModelLoadError(f"{self._what}: 'probability of class {index} > 0.5' is not the model's decision "
+                                 f"(argmax) for {k} classes", path, code="FS413",
+                                 hint=f"read its margins (output = \"margin\", index = {index}): class {index} is "
+                                      f"then 'margin {index} is the largest', or compare class(m(x)) without index")
         readout = readout_for(path, None if task == "regression" else k, index, kind, self._what, task=task)
         self.index = readout.index
         self._init_common(path, fmt, width, kind, raw, readout)
