@@ -334,3 +334,28 @@ def test_multi_softprob_index_hint_names_the_margin(tmp_path, monkeypatch):
     truth = "violated" if _pairs_differ(np.argmax(margin, axis=1) == 1) else "holds"
     (p,) = _check(tmp_path / "s.fair", "", monkeypatch)["properties"]
     assert p["status"] == truth, p
+
+
+def test_sklearn_multiclass_index_prob_without_class_is_refused(tmp_path, monkeypatch):
+    """prob(m(x)) without a class of a 3-class LogisticRegression declared with index = 1: its score is the margin
+    p_1 - max_j p_j (the decision 'predict is class 1'), not a probability. Read as one it gave 0.179 where
+    prob(m(x), 1) moves by at most 0.096 (a wrong `violated` at eps 0.1); now FS416 at lint or `unknown`, while
+    prob(m(x), 1) is decided on predict_proba's column."""
+    sio = pytest.importorskip("skops.io")
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = np.repeat(GRID, 20, axis=0)
+    y = (X[:, 0] + rng.integers(0, 2, len(X))) % 3
+    est = LogisticRegression().fit(X, y)
+    sio.dump(est, tmp_path / "m.skops")
+    P = est.predict_proba(GRID)[:, 1]
+    top = float(max(abs(P[i] - P[i + 1]) for i in range(0, len(GRID), 2)))
+    spec = SK_SPEC.format(index=1, score="").replace("label(m(x)) == label(m(x'))", "POST")
+    (tmp_path / "s.fair").write_text(spec.replace("POST", f"|prob(m(x)) - prob(m(x'))| <= {top + 0.005!r}"))
+    rep = _check(tmp_path / "s.fair", "", monkeypatch)
+    codes = [d["code"] for d in rep["diagnostics"] if d["severity"] == "error"]
+    assert codes == ["FS416"] or [p["status"] for p in rep["properties"]] == ["unknown"], rep
+    (tmp_path / "s.fair").write_text(spec.replace("POST", f"|prob(m(x), 1) - prob(m(x'), 1)| <= {top + 0.005!r}"))
+    (p,) = _check(tmp_path / "s.fair", "", monkeypatch)["properties"]
+    assert p["status"] == "holds", p

@@ -255,6 +255,8 @@ def post_scores(prop: ir.IndividualFairness, model, X):
     if prop.post == "class_prob":        # every class (forall c): the whole matrix (n, K)
         P = np.asarray(model.class_probabilities(X), dtype=np.float64)
         return (P[:, prop.cls].copy() if isinstance(prop.cls, int) else P), "prob"
+    if prop.post == "prob" and hasattr(model, "refuse_classless_prob"):
+        model.refuse_classless_prob()       # K >= 3 probabilities read with index: the score is no probability
     return np.asarray(model.score(X), dtype=np.float64).reshape(-1), model.score_kind
 
 

@@ -427,7 +427,16 @@ class LoadedModel(abc.ABC):
         its library's own probability instead (fairspec.models.boosted), as its enumeration and the
         tree engines do (fairspec.backends.trees.runtime.runtime_outputs)."""
         self.refuse_prob()
+        self.refuse_classless_prob()
         return self.score, self.score_kind == "logit"
+
+    def refuse_classless_prob(self) -> None:
+        """``prob(m(x))`` without a class of K >= 3 probabilities read with ``index = i`` (a scikit-learn
+        classifier's predict_proba, whose decision is its predict): the score is a margin, not a probability."""
+        if getattr(self.readout, "_prob_margin", False):
+            raise Unsupported(f"prob(m(x)) names no class, and model {self.path} has {self.readout.columns} classes "
+                              f"(its index = {self.readout.index} reads the decision 'predict is class "
+                              f"{self.readout.index}'); name the class: prob(m(x), {self.readout.index})")
 
     #: why ``prob(m(x))`` read off the declared output is not the library's probability (a scikit-learn
     #: classifier declared by a decision_function whose logistic is not its predict_proba:
