@@ -296,6 +296,11 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
     except Unsupported as e:     # a pre-condition the lowering does not read: decided on its relaxation
         relaxed = relaxed_run(prop, ctx, progress, backend, t0, run_pair, _searcher(ctx, prop)) if prop.pre else None
         return relaxed or unknown(prop, str(e), backend=backend, seconds=time.perf_counter() - t0)
+    from fairspec.kinds.pair_runtime import tie_unencoded
+
+    tie = None if trees is not None else tie_unencoded(prop, ctx.model(prop.model))
+    if tie is not None:
+        return unknown(prop, tie, backend=backend, seconds=time.perf_counter() - t0)
     eps = prop.eps
     if trees is not None:
         from fairspec.kinds.tree_engine_answers import engine_eps, tree_relaxed

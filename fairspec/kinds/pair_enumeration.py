@@ -259,7 +259,7 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
     threshold must be shown exact: a point farther from it than the spread is on its side in every
     batch, exact or not (an MLP's tie point beside points whose logits round)."""
     from fairspec.certify.exact import threshold_of
-    from fairspec.kinds.pair_runtime import label_by_predict, library_logistic
+    from fairspec.kinds.pair_runtime import label_is_decision, library_logistic
 
     spread, layers, readout, precision = runtime
     if spread <= 0 or not batch_dependent(model):
@@ -272,7 +272,7 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
             top2 = np.sort(Y, axis=1)[:, -2:]
             close = top2[:, 1] - top2[:, 0] <= 2 * spread
             ca, cb = close[ia], close[ib]
-        elif kind == "label" and prop.post == "label" and label_by_predict(model):
+        elif kind == "label" and prop.post == "label" and label_is_decision(model):
             # predict's 0 / 1: near where the decision it thresholds is (exactness is checked on it)
             decision, thr = _predict_decision(model, X)
             if decision is None:
@@ -409,7 +409,7 @@ def batch_unsure(prop: ir.IndividualFairness, model, encoded):
     the post-condition compares them). None on a runtime that scores every batch alike: the
     refinement's count then decides every individual on its one batch."""
     from fairspec.certify.enumerate import compared_kind
-    from fairspec.kinds.pair_runtime import label_by_predict, library_logistic
+    from fairspec.kinds.pair_runtime import label_is_decision, library_logistic
 
     if not batch_dependent(model):
         return None
@@ -424,7 +424,7 @@ def batch_unsure(prop: ir.IndividualFairness, model, encoded):
         base = np.arange(n, dtype=np.int64)
         ia = np.concatenate([a * n + base for a, _ in pairs])
         ib = np.concatenate([b * n + base for _, b in pairs])
-        score_kind = "label" if prop.post == "label" and label_by_predict(model) else (
+        score_kind = "label" if prop.post == "label" and label_is_decision(model) else (
             "logit" if prop.post == "logit" else model.score_kind)
         kind = compared_kind(prop.post, score_kind)
         # predict_proba is elementwise of the logits the scorer reads (as the enumeration judges it): their
@@ -486,8 +486,8 @@ def _predict_decision(model, X):
         z = None
     if z is not None:
         return np.asarray(z, dtype=np.float64).reshape(-1), 0.0
-    if getattr(model, "score_kind", "") == "prob":
-        return np.asarray(model.score(X), dtype=np.float64).reshape(-1), 0.5
+    if getattr(model, "score_kind", "") == "prob":   # 0.5; 0 for y_i - max_{j != i} y_j (K >= 3 columns, index i)
+        return np.asarray(model.score(X), dtype=np.float64).reshape(-1), float(model.threshold)
     return None, None
 
 

@@ -63,9 +63,36 @@ def label_by_predict(model) -> bool:
     return bool(getattr(model, "label_by_predict", False))
 
 
+def label_by_argmax(model) -> bool:
+    """The model's label is "column ``index`` is the largest" of K >= 2 logits (``Readout.argmax_decision``),
+    the argmax's class at a tie (the first maximal column), which ``LoadedModel.decide`` reads: a ``label``
+    post compares that decision as 0/1 (kind ``"label"``), not ``y_i - max_{j != i} y_j > 0`` (a tie is
+    class i where i is the first maximal column). A scikit-learn model reads its own predict instead."""
+    readout = getattr(model, "readout", None)
+    return bool(getattr(readout, "argmax_decision", False)) and not label_by_predict(model)
+
+
+def tie_unencoded(prop: ir.IndividualFairness, model) -> str | None:
+    """Why the solvers cannot decide a ``label`` post of two logits read with ``index = 0``, or None: they encode
+    class 0 as ``g = z_0 - z_1 > 0``, while the runtime's argmax (``label_by_argmax``) calls an exact tie class 0
+    too, so a pair flipping only at a tie was no pair to them (an SMT `holds (proved)` broken on the runtime)."""
+    readout = getattr(model, "readout", None)
+    if prop.post != "label" or not label_by_argmax(model) or readout.columns != 2 or readout.index != 0:
+        return None
+    return ("the solvers encode class 0 of two logits as 'column 0 minus column 1 is > 0', but the runtime's "
+            "argmax calls an exact tie class 0 too (the first largest column); declare index = 1 on the model, "
+            "which asks the same label question (label(m(x)) == label(m(x')) does not depend on which class is 1)")
+
+
+def label_is_decision(model) -> bool:
+    """A ``label`` post compares the model's decisions as 0/1 (:func:`label_by_predict` or
+    :func:`label_by_argmax`), not its score against the threshold."""
+    return label_by_predict(model) or label_by_argmax(model)
+
+
 def label_threshold(prop: ir.IndividualFairness, model):
     """The threshold a ``label`` post's scores are compared with (see ``post_scores``)."""
-    return 0.5 if prop.post == "label" and label_by_predict(model) else model.threshold
+    return 0.5 if prop.post == "label" and label_is_decision(model) else model.threshold
 
 
 def outputs_are_logits(model) -> bool:
@@ -212,7 +239,7 @@ def post_scores(prop: ir.IndividualFairness, model, X):
     """``(scores, kind)`` the post-condition compares: logits for ``logit`` (None when the runtime has
     none); for ``label`` on a model whose label is its library's ``predict``, that decision as 0/1
     (kind ``"label"``); else the model's score (``kind`` its score kind)."""
-    if prop.post == "label" and label_by_predict(model):
+    if prop.post == "label" and label_is_decision(model):
         return np.asarray(model.decide(X), dtype=np.float64).reshape(-1), "label"
     if prop.post == "logit":
         return logit_scores(model, X), "logit"
@@ -228,6 +255,8 @@ def post_scores(prop: ir.IndividualFairness, model, X):
     if prop.post == "class_prob":        # every class (forall c): the whole matrix (n, K)
         P = np.asarray(model.class_probabilities(X), dtype=np.float64)
         return (P[:, prop.cls].copy() if isinstance(prop.cls, int) else P), "prob"
+    if prop.post == "prob" and hasattr(model, "refuse_classless_prob"):
+        model.refuse_classless_prob()       # K >= 3 probabilities read with index: the score is no probability
     return np.asarray(model.score(X), dtype=np.float64).reshape(-1), model.score_kind
 
 
@@ -312,7 +341,7 @@ def runtime_pair_value(prop: ir.IndividualFairness, model, s, X2=None) -> float 
 
     post = class_post(prop.post)
     kind = "logit" if post == "logit" else "prob" if prop.post == "class_prob" else model.score_kind
-    if post not in ("label", "logit", "prob") or post == "label" and (kind != "logit" or label_by_predict(model)):
+    if post not in ("label", "logit", "prob") or post == "label" and (kind != "logit" or label_is_decision(model)):
         return None
     s = np.asarray(s, dtype=np.float64).reshape(-1)
     return pair_measure(post, kind, s[0], s[1]) if s.shape == (2,) else None

@@ -223,14 +223,14 @@ def short_error(exc: BaseException, limit: int = 200) -> str:
 
 
 def readout_for(path: pathlib.Path, columns: int | None, index, score_kind: str, what: str,
-                task: str | None = None, classes=None):
+                task: str | None = None, classes=None, by_predict: bool = False):
     """The Readout of a loaded model's output of ``columns`` columns (fairspec.models.readout
     decides; ``task``/``classes`` when the file says them); an ambiguous or impossible choice is a
     ModelLoadError naming the file."""
     from .readout import ReadoutError, resolve_readout
 
     try:
-        return resolve_readout(columns, index, score_kind, what, task=task, classes=classes)
+        return resolve_readout(columns, index, score_kind, what, task=task, classes=classes, by_predict=by_predict)
     except ReadoutError as e:
         raise ModelLoadError(e.message, path, code="FS413", hint=e.hint) from None
 
@@ -353,6 +353,10 @@ class LoadedModel(abc.ABC):
         if self.readout.threshold is None:
             raise Unsupported(f"model {self.path} is a regression: it has no binary decision "
                               f"(threshold its value: value(m(x)) >= t)")
+        if self.readout.argmax_decision:
+            # "column index is the largest" is the argmax's class, the FIRST maximal column on a tie (as
+            # class(m(x)) reads it): y_i - max_{j != i} y_j > 0 called a tie "not class i" even where i is first
+            return (self.predict_class(X) == self.readout.index).astype(np.int64)
         return (self.score(X) > self.threshold).astype(np.int64)
 
     # ---- the full output (issue 25: class, prob(c), logit(c), value) -------------------
@@ -423,7 +427,16 @@ class LoadedModel(abc.ABC):
         its library's own probability instead (fairspec.models.boosted), as its enumeration and the
         tree engines do (fairspec.backends.trees.runtime.runtime_outputs)."""
         self.refuse_prob()
+        self.refuse_classless_prob()
         return self.score, self.score_kind == "logit"
+
+    def refuse_classless_prob(self) -> None:
+        """``prob(m(x))`` without a class of K >= 3 probabilities read with ``index = i`` (a scikit-learn
+        classifier's predict_proba, whose decision is its predict): the score is a margin, not a probability."""
+        if getattr(self.readout, "_prob_margin", False):
+            raise Unsupported(f"prob(m(x)) names no class, and model {self.path} has {self.readout.columns} classes "
+                              f"(its index = {self.readout.index} reads the decision 'predict is class "
+                              f"{self.readout.index}'); name the class: prob(m(x), {self.readout.index})")
 
     #: why ``prob(m(x))`` read off the declared output is not the library's probability (a scikit-learn
     #: classifier declared by a decision_function whose logistic is not its predict_proba:

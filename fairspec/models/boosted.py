@@ -40,6 +40,9 @@ _LGB_MULTICLASS = ("multiclass", "multiclassova", "softmax", "multiclass_ova", "
 XGB_NO_PROBABILITY = {
     "binary:hinge": "its predict_proba is its 0 / 1 decision",
     "binary:logitraw": "its predict_proba is its raw margin",
+    # the booster's predict is the class; XGBClassifier.predict_proba is scipy's softmax of its float32 margins,
+    # computed outside the booster (the tree engines read no probability of it either)
+    "multi:softmax": "its predict is the class, the argmax of its margins",
 }
 # binary XGBoost objectives whose decision depends on which output the declaration reads (nothing
 # ambiguous is resolved silently): binary:logitraw's predict is its raw margin, which
@@ -216,6 +219,11 @@ class _Boosted(LoadedModel):
             raise ModelLoadError(f"{path} holds a {task} {fmt} model whose declared output is a {kind}, not a "
                                  f"{given}", path)
         self._what = f"{self.output_description()} of {fmt} model {path}"
+        if task == "multiclass" and index is not None and kind == "prob":    # not readout's hint (score = logit)
+            raise ModelLoadError(f"{self._what}: 'probability of class {index} > 0.5' is not the model's decision "
+                                 f"(argmax) for {k} classes", path, code="FS413",
+                                 hint=f"read its margins (output = \"margin\", index = {index}): class {index} is "
+                                      f"then 'margin {index} is the largest', or compare class(m(x)) without index")
         readout = readout_for(path, None if task == "regression" else k, index, kind, self._what, task=task)
         self.index = readout.index
         self._init_common(path, fmt, width, kind, raw, readout)
@@ -399,6 +407,9 @@ class XGBoostModel(_Boosted):
         margin, idx = _output(output, index, path, "XGBoost", task, k)
         if obj == "multi:softmax":
             margin = True               # its predict is the class (the argmax of the margins): read the margins
+            self.prob_problem = no_probability("xgboost", obj, f"model {path}")     # prob(...): FS415 at lint
+            self.prob_hint = ("compare classes (class(m(x))) or a class's margin (logit(m(x), c)); train with "
+                              "objective multi:softprob to read its probabilities")
         self.objective = obj
         self._xgb = xgb
         booster = self._rounds(booster, learner, path, rounds)

@@ -168,5 +168,8 @@ def no_probability(est, name: str = "its final XGBClassifier") -> str | None:
         obj = _xgb_objective(est.get_booster())
     except Exception:  # noqa: BLE001 - not fitted: its load fails elsewhere
         return None
-    return why("xgboost", obj or str(getattr(est, "objective", "") or ""), name)
+    obj = obj or str(getattr(est, "objective", "") or "")
+    if obj.split()[:1] == ["multi:softmax"]:
+        return None     # XGBClassifier.predict_proba is its softmax of the margins: the runtime read
+    return why("xgboost", obj, name)
 

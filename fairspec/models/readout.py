@@ -107,13 +107,27 @@ class Readout:
         probabilities; None for a regression (no decision without a threshold the spec gives)."""
         if self.score == "value":
             return None
-        return 0.0 if self.score == "logit" else 0.5
+        return 0.0 if self.score == "logit" or self._prob_margin else 0.5
+
+    @property
+    def _prob_margin(self) -> bool:
+        """K >= 3 columns of probabilities with ``index = i`` (a scikit-learn classifier's predict_proba, whose
+        decision is its own predict): the score is ``y[i] - max_{j != i} y[j]``, against 0, as for logits."""
+        return self.score == "prob" and self.index is not None and self.columns is not None and self.columns >= 3
 
     @property
     def has_decision(self) -> bool:
         """Does the model have one binary score and decision (:meth:`select`)? Not a regression,
         not a multiclass model without ``index``."""
         return self.task == "binary" or (self.task == "multiclass" and self.index is not None)
+
+    @property
+    def argmax_decision(self) -> bool:
+        """Is the binary decision "column ``index`` is the largest" of K >= 2 columns of logits? Then it is
+        the argmax's class (:meth:`predicted_class`: the first maximal column on a tie), not ``select > 0``,
+        which differs exactly at a tie (column i tied first with another is class i)."""
+        return ((self.score == "logit" or self._prob_margin) and self.index is not None and self.columns is not None
+                and self.columns >= 2 and self.task in ("binary", "multiclass"))
 
     @property
     def n_classes(self) -> int | None:
@@ -156,7 +170,7 @@ class Readout:
             return f"the class: the largest of {self.columns} columns (argmax; the first on a tie)"
         if self.index is None:
             return f"the {self.score} > {_spec_number(self.threshold)}"
-        if self.score == "logit":
+        if self.score == "logit" or self._prob_margin:
             return f"column {self.index} is the largest (score: column {self.index} minus the largest other column)"
         return f"the probability in column {self.index} > 0.5"
 
@@ -177,13 +191,13 @@ class Readout:
         if y.ndim != 2:
             raise ReadoutError(f"{what} has {y.ndim} dimensions; fairspec reads outputs of shape [N] or [N, K]")
         k = y.shape[1]
-        r = resolve_readout(k, self.index, self.score, what, task=self.task)
+        r = resolve_readout(k, self.index, self.score, what, task=self.task, by_predict=self._prob_margin)
         i = r.index
         if i is None:
             raise ReadoutError(f"{what} has {k} columns, one per class: it has no one binary score",
                                "read it with class(m(x)) / prob(m(x), c), or add index = i for 'class i "
                                "against the rest'")
-        if r.score in ("prob", "value"):
+        if r.score == "value" or r.score == "prob" and k < 3:
             return y[:, i].copy()
         others = np.delete(y, i, axis=1)
         return y[:, i] - others.max(axis=1)
@@ -272,13 +286,16 @@ class Readout:
 
 
 def resolve_readout(columns: int | None, index, score: str | None, what: str = "the model's output",
-                    task: str | None = None, classes=None) -> Readout:
+                    task: str | None = None, classes=None, by_predict: bool = False) -> Readout:
     """Check ``index``/``score`` against an output of ``columns`` columns (None: not known).
 
     ``task`` is what the model file says it is ("binary" | "multiclass" | "regression"; None:
     the file does not say, e.g. ONNX/torch: then ``score = value`` makes it a regression, K >= 3
     columns multiclass, else binary). ``classes``: the class labels the file records, in column
-    order. Raises ReadoutError for an ambiguous or impossible choice. ``score`` None means "not
+    order. ``by_predict``: the model's decision is its library's own predict (a scikit-learn classifier), so
+    K >= 3 columns of probabilities with ``index = i`` read "predict is class i" (argmax, the first maximal
+    column on a tie; the score ``y[i] - max_{j != i} y[j]`` against 0); without it they are refused.
+    Raises ReadoutError for an ambiguous or impossible choice. ``score`` None means "not
     given" (lint, before the loader guesses it from the output's name): only the column
     checks run.
     """
@@ -331,7 +348,7 @@ def resolve_readout(columns: int | None, index, score: str | None, what: str = "
     if index >= columns:
         raise ReadoutError(f"{what} has {columns} columns, so index {index} is out of range",
                            f"columns count from 0: index = 0 .. {columns - 1}")
-    if score == "prob" and columns > 2:
+    if score == "prob" and columns > 2 and not by_predict:
         raise ReadoutError(f"{what} has {columns} columns of probabilities: 'probability of column {index} > 0.5' "
                            f"is not the model's decision (argmax) for more than two classes",
                            "read the logits instead (score = logit): class 1 is then 'column index is the largest'")

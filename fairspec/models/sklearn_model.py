@@ -349,8 +349,8 @@ class SklearnModel(LoadedModel):
             readout = readout_for(path, columns, index, kind, self._what, task="multiclass",
                                   classes=_labels(classes))
         else:
-            readout = readout_for(path, columns, index, kind, self._what,
-                                  classes=_labels(classes) if n_classes == 2 else None)
+            readout = readout_for(path, columns, index, kind, self._what,   # K >= 3: decide() reads predict
+                                  classes=_labels(classes) if n_classes == 2 else None, by_predict=True)
         self._read_estimator(path, est, kind, readout, classes)
 
     def _regressor(self, path, est, output, index, kind) -> None:

@@ -89,6 +89,9 @@ def class_arg(ck, model: ir.Model, v) -> int:
 
 def no_probability_hint(model: ir.Model) -> str:
     name = model.name
+    if model.task == "multiclass" and "multi:softmax" in (model.no_probability or ""):
+        return (f"compare classes with class({name}(x)) == class({name}(x')), or a class's margin with "
+                f"logit({name}(x), c); train with objective multi:softprob to read its probabilities")
     if model.format in ("xgboost", "lightgbm"):
         rule = (' (once its declaration states their rule: output = "predict" or "margin")'
                 if model.decision_unstated else "")
@@ -141,6 +144,11 @@ def check_model_out(lw, mo: ir.ModelOut, model: ir.Model, span, cls_span) -> ir.
         lw.fail("FS416", f"{fn}({name}(...)) names no class, and '{name}' is {describe_kind(model)}", span,
                 hint=f"name the class: {fn}({name}(x), c) with c a column (0 .. {(model.n_classes or 3) - 1}) "
                      f"or a label in quotes; or add index = i to the declaration")
+    if fn == "prob" and mo.cls is None and model.task == "multiclass" and model.index is not None and \
+            model.format == "sklearn":      # its index reads predict == class i; no probability without a class
+        lw.fail("FS416", f"prob({name}(...)) names no class, and '{name}' is {describe_kind(model)} whose index = "
+                         f"{model.index} reads the decision 'predict is class {model.index}', not a probability", span,
+                hint=f"name the class: prob({name}(x), {model.index}), or compare label({name}(x))")
     if fn in ("label", "class") and not reg:
         problem = decision_problem(model, f"{fn}({name}(...))")
         if problem is not None:

@@ -339,14 +339,14 @@ def _index_model(runtime: str, encs, rng, k_out: int, info: dict) -> str:
 
 def _index_props(rng, fs, P, X, Y, info, size, start, count=2):
     """Binary posts of ``mi`` (the network with ``index = i``): the truth is the network family's over the
-    score s = y_i - max_{j != i} y_j (float32 columns: exact in float64), label s > 0 (a tie of column i
-    with another column is class 0, whichever column comes first)."""
+    score s = y_i - max_{j != i} y_j (float32 columns: exact in float64), label "the argmax is i" (the first
+    largest column at a tie, as class(m(x)) reads it: s36 h5; before, s > 0 called every tie class 0)."""
     from .networks import Outputs, _property
 
     i = info["binary_index"]
     Yd = np.asarray(Y, dtype=np.float64)
     s = Yd[:, i] - np.delete(Yd, i, axis=1).max(axis=1)
-    out = Outputs(s > 0, s, None, True)
+    out = Outputs(np.argmax(Yd, axis=1) == i, s, None, True)
     ninfo = {**info, "head": "index"}
     props = []
     for j in range(start, start + count):

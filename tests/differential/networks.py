@@ -205,7 +205,8 @@ def readout(head: str, Y: np.ndarray, index: int = 1) -> Outputs:
         return Outputs(p > 0.5, None, p)
     if head == "logit2":
         z = Y[:, index] - Y[:, 1 - index]      # float32 - float32: exact in float64
-        return Outputs(z > 0, z, None, True)
+        # the argmax's class (the first largest column at a tie, as class(m(x))): index 0 takes the tie (s36 h5)
+        return Outputs(z >= 0 if index == 0 else z > 0, z, None, True)
     p = Y[:, index]
     return Outputs(p > 0.5, None, p)
 
