@@ -606,7 +606,7 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
     claim = f"{prop.metric} {prop.op} {_spec_number(prop.threshold)}"      # as written: 0.1234567, not 0.123457
     status, why_unknown = _decide(prop, c, exact, value, lo_b, hi_b, n, details)
     if c.fragile is not None:       # rows another batching decides otherwise: the verdict under their decisions
-        batched = _batched(prop, c, eligible, R, n, "unknown" if why_unknown else status, shown, details)
+        batched = _batched(prop, c, eligible, R, n, "unknown" if why_unknown else status, shown, details, ctx, small)
         if batched:
             return Verdict(prop.name, prop.kind, "unknown", reason=batched, **common)
     if c.edges is not None:         # calibration: scores another batching moves, rows to a neighbouring bin
@@ -621,7 +621,7 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
 
         threaded, details["forest_threads"] = forest_decide(
             prop, c, c.forest, "unknown" if why_unknown else status, shown,
-            lambda c2: _status_of(prop, c2, eligible, R, n), prop.data)
+            lambda c2: _status_of(prop, c2, eligible, R, n, ctx, small), prop.data)
         if threaded:
             return Verdict(prop.name, prop.kind, "unknown", reason=threaded, **common)
     why_unknown = (why_unknown or undefined_reason(prop, cells, eligible, names, status)
@@ -652,29 +652,49 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
 
 
 def _batched(prop: ir.GroupMetric, c: Counts, eligible, R: int, n: int, status: str, value: float,
-             details: dict) -> str | None:
+             details: dict, ctx=None, small=()) -> str | None:
     """The reason of an ``unknown`` when the verdict changes with the decisions of the rows another
     batching of the runtime decides otherwise (:mod:`fairspec.backends.data.batching`), else None; the
     rows and the metric's range go to ``details["batching"]`` either way."""
     reason, details["batching"] = batching.decide(prop, c, c.fragile, status, value,
-                                                  lambda c2: _status_of(prop, c2, eligible, R, n), prop.data,
+                                                  lambda c2: _status_of(prop, c2, eligible, R, n, ctx, small), prop.data,
                                                   poisson_multiplicities)
     return reason
 
 
-def _status_of(prop: ir.GroupMetric, c2: Counts, eligible, R: int, n: int):
-    """(status, value) of other counts, decided as the metric's own decision does (bootstrap included)."""
+def _status_of(prop: ir.GroupMetric, c2: Counts, eligible, R: int, n: int, ctx=None, small=()):
+    """(status, value) of other counts (another batching's or another summation order's decisions), decided as
+    the metric's own decision is, refusals included: a rate 0/0 in an eligible group (undefined_reason), the
+    replicates that lost a group's denominator (lost_replicates / lost_reason), the small groups that could
+    undo a violated, the simultaneous interval and a constant label (review r3, session 36: a count vector with
+    no positive decision in a group made its PPV 0/0 and was decided over the other group alone)."""
+    mdef = METRICS[prop.metric]
     v2 = float(evaluate_counts(prop, c2.cells, eligible, c2.bins, c2.score_sums)[0])
     if np.isnan(v2):
         return "unknown", v2
-    b2 = bootstrap(prop, c2, R, np.random.default_rng(prop.options.seed), eligible)[0]
-    b2 = b2[~np.isnan(b2)]
+    b2, per_rate = bootstrap(prop, c2, R, np.random.default_rng(prop.options.seed), eligible)
+    lost, lost_in = lost_replicates([per_rate[r] for r in mdef.rates], [rate(c2.cells, r) for r in mdef.rates],
+                                    eligible, c2.names)
+    b2_all, b2 = b2, b2[~np.isnan(b2) & ~(lost if lost.size else False)]
     a = 1.0 - prop.options.confidence
     lo2, hi2 = (float(np.quantile(b2, a / 2)), float(np.quantile(b2, 1 - a / 2))) if b2.size else (v2, v2)
     x2 = _exact(prop, c2, eligible)
-    lo2, hi2 = _with_box(prop, c2, eligible, min(lo2, v2), max(hi2, v2), {})
-    st, why = _decide(prop, c2, x2, v2, lo2, hi2, n, {})
-    return ("unknown" if why else st), (float(x2) if x2 is not None else v2)
+    value = float(x2) if x2 is not None else v2
+    lo_b, hi_b = min(lo2, v2), max(hi2, v2)
+    st, why = _decide(prop, c2, x2, v2, lo_b, hi_b, n, {})
+    claim = f"{prop.metric} {prop.op} {_spec_number(prop.threshold)}"
+    why = (why or undefined_reason(prop, c2.cells, eligible, c2.names, st)
+           or (None if mdef.form == "between_inequality" else small_undo_reason(
+               prop, claim, list(small), prop.options.min_group_size, st, mdef.form not in ("ratio", "min_rate")))
+           or lost_reason(prop, st, b2, b2_all[lost] if lost.size else [], lost_in, a, v2))
+    if why or st == "unknown":
+        return "unknown", value
+    lo, hi = _with_box(prop, c2, eligible, lo_b, hi_b, {})
+    if (lo, hi) != (lo_b, hi_b) and _decide(prop, c2, x2, v2, lo, hi, n, {})[0] != st:
+        return "unknown", value
+    if st == "holds" and ctx is not None and constant_reason(prop, ctx, c2.cells, c2.sizes, eligible, c2.labelled):
+        return "unknown", value
+    return st, value
 
 
 def _with_box(prop: ir.GroupMetric, c: Counts, eligible, lo: float, hi: float, details: dict) -> tuple[float, float]:
