@@ -465,3 +465,24 @@ def test_the_main_guard_is_read_from_the_script(tmp_path):
         got[k] = subprocess.run([sys.executable, str(tmp_path / f"{k}.py")], capture_output=True, text=True,
                                 env=env).stdout.strip()
     assert got == {"top": "True", "guard": "False", "func": "False"}, got
+
+
+def test_a_multiclass_metric_with_a_declared_group_no_row_holds(tmp_path):
+    # sex : {F, M, X}, no row of X: the valid interval is over the groups with rows (X is in no box); 600 rows,
+    # predicted class = a, the same share of each class in F and M: both claims hold within the valid interval
+    sio = pytest.importorskip("skops.io")
+    from sklearn.tree import DecisionTreeClassifier
+
+    rows = [(a, s, a) for s in "FM" for a in (0, 1, 2) for _ in range(100)]
+    X = np.array([[a, s == "M"] for a, s, _ in rows], dtype=np.float64)
+    sio.dump(DecisionTreeClassifier().fit(X, X[:, 0].astype(int)), tmp_path / "m.skops")
+    (tmp_path / "d.csv").write_text("a,sex,t\n" + "".join(f"{a},{s},{t}\n" for a, s, t in rows))
+    (tmp_path / "s.fair").write_text(
+        'data d = csv("d.csv", target = t)\nfeatures F from d {\n  a : int in [0, 2]\n  sex : {F, M, X} protected\n}\n'
+        'model m = sklearn("m.skops")\nencode F for m { a : raw  sex : code }\n'
+        'property tv { class_distribution_distance(m, groups sex) <= 0.5  bootstrap = 50 }\n'
+        'property eo { multiclass_equalized_odds(m, groups sex) <= 0.5  bootstrap = 50 }\n')
+    v = _check(tmp_path / "s.fair")
+    for name in ("tv", "eo"):
+        assert v[name].status == "holds" and "clopper_pearson" in v[name].details["interval"]["method"], v[name]
+        assert v[name].bound[0] == 0.0 and 0.0 < v[name].bound[1] < 0.5, v[name].bound

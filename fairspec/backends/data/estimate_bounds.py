@@ -92,6 +92,7 @@ def output_interval(mdef, g, pred, target, weighted: bool, eligible, mode: str, 
     if weighted or mdef.form not in ("class_distance", "class_odds", "ks_distance"):
         return None
     el = np.flatnonzero(np.asarray(eligible, dtype=bool))
+    G = len(eligible)                   # groups past the last row's (no row) too
     overall = mode != BETWEEN
     a = 1.0 - confidence
     if mdef.form == "ks_distance":
@@ -113,16 +114,16 @@ def output_interval(mdef, g, pred, target, weighted: bool, eligible, mode: str, 
                     ks = ks_distance(g, pred, w, [el[i], el[j]], BETWEEN)
                     lo, hi = max(lo, ks - eps[i] - eps[j]), max(hi, ks + eps[i] + eps[j])
         return max(0.0, lo), min(1.0, hi)
-    K = int(K)
+    K, g, pred = int(K), np.asarray(g, dtype=np.int64), np.asarray(pred, dtype=np.int64)
+    target = None if target is None else np.asarray(target, dtype=np.int64)
     if mdef.form == "class_distance":
-        cnt = np.bincount(g * K + pred, minlength=int(g.max(initial=0) + 1) * K).reshape(-1, K)[el]
+        cnt = np.bincount(g * K + pred, minlength=G * K).reshape(G, K)[el]
         num, den = cnt, np.repeat(cnt.sum(axis=1, keepdims=True), K, axis=1)
         onum, oden = np.bincount(pred, minlength=K), np.full(K, g.size)      # every row, small groups' too
         parts = [(num, den, onum, oden)]
     else:
         ok = target >= 0
         gg, cls, tr = g[ok], pred[ok], target[ok]
-        G = int(g.max(initial=0)) + 1
         H = np.bincount((gg * K + tr) * K + cls, minlength=G * K * K).reshape(G, K, K)[el]
         Ho = np.bincount(tr * K + cls, minlength=K * K).reshape(K, K)
 
