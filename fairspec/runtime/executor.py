@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 from typing import Any, Callable, Protocol, Sequence
 
@@ -113,6 +114,7 @@ def unguarded_main() -> bool:
     return not _in_main_guard(str(path), frame.f_lineno)
 
 
+@functools.lru_cache(maxsize=16)
 def _in_main_guard(path: str, line: int) -> bool:
     """Whether ``line`` of the script ``path`` lies inside an ``if __name__ == "__main__":`` block (an
     unreadable script: taken as guarded, the old behaviour)."""
