@@ -22,8 +22,8 @@ from fairspec.analyses.group_rates import BETWEEN, METRICS
 from fairspec.backends.data import batching
 from fairspec.backends.data.budget import WEIGHT_TOTAL
 from fairspec.backends.data.constant import lost_reason, lost_replicates, undefined_output_reason
-from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows, small_undo_reason
 from fairspec.backends.data.estimate_bounds import note
+from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows, small_undo_reason
 from fairspec.verdict import Unsupported, Verdict, interval_status, unknown
 from fairspec.syntax.literals import interval as _interval
 from fairspec.syntax.literals import shown as _shown
