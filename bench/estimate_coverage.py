@@ -39,6 +39,27 @@ def _dist_rows(seed: int, n: int, py: float, t0: float, t1: float) -> str:
     return "grp,hired,member\n" + "".join(f"{'no' if a == 0 else 'yes'},{b},{c}\n" for a, b, c in zip(g, h, m))
 
 
+CAL_SPEC = ('data d = csv("d.csv", label = y == 1)\nfeatures F from d {{\n  g : {{A, B}} protected\n}}\n'
+            'model m = predictions(d, score = "s", threshold = 0.5)\nproperty p {{ {claim} }}\n')
+
+
+def _cal_rows(seed: int, n: int, shift: float) -> str:
+    """g uniform, score s uniform in [0, 1]; y ~ Bern(s) in A (calibrated), Bern(min(1, s + shift)) in B."""
+    r = np.random.default_rng(seed)
+    g, s = r.integers(0, 2, n), r.random(n)
+    y = (r.random(n) < np.clip(s + shift * (g == 1), 0, 1)).astype(int)
+    return "g,s,y\n" + "".join(f"{'AB'[a]},{float(b)!r},{c}\n" for a, b, c in zip(g, s, y))
+
+
+def _cal_truth(shift: float, bins: int = 10) -> float:
+    """B's ECE over 10 equal-width bins (A's is 0): sum over bins of |E[(s - min(1, s + shift)) 1{s in bin}]|,
+    integrated exactly (piecewise linear)."""
+    from scipy.integrate import quad
+
+    return sum(abs(quad(lambda s: s - min(1.0, s + shift), k / bins, (k + 1) / bins, points=[1 - shift])[0])
+               for k in range(bins))
+
+
 SCENARIOS = [
     # name, spec template, claim, rows(seed), truth, does the claim hold in truth
     ("data: equal_opportunity, B's TPR 0.94, 120 rows", DATA_SPEC, "equal_opportunity(m, groups g) <= 0.05",
@@ -53,16 +74,22 @@ SCENARIOS = [
     ("distribution conditional(DATA): statistical_parity, 4,000 rows", DIST_SPEC,
      "statistical_parity(r, groups grp, distribution conditional(people)) <= 0.01",
      lambda s: _dist_rows(s, 4000, 0.3, 0.5, 0.65), 0.045, False),
+    ("data: calibration_gap, B's label 0.06 above its score, 400 rows", CAL_SPEC,
+     "calibration_gap(m, groups g) <= 0.05", lambda s: _cal_rows(s, 400, 0.06), _cal_truth(0.06), False),
+    ("data: calibration_gap, B's label 0.06 above its score, 4,000 rows", CAL_SPEC,
+     "calibration_gap(m, groups g) <= 0.05", lambda s: _cal_rows(s, 4000, 0.06), _cal_truth(0.06), False),
 ]
 
 
-def run(reps: int) -> list[dict]:
+def run(reps: int, only: str = "") -> list[dict]:
     from scipy.stats import binomtest
 
     from fairspec.pipeline import check
 
     out = []
     for name, spec, claim, rows, truth, holds in SCENARIOS:
+        if only and only not in name:
+            continue
         d = Path(tempfile.mkdtemp(prefix="fairspec_cov_"))
         (d / "s.fair").write_text(spec.format(claim=claim))
         counts = {"holds": 0, "violated": 0, "unknown": 0}
@@ -95,8 +122,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=1000)
     ap.add_argument("--out", default="bench/results/estimate_coverage_s36.md")
+    ap.add_argument("--only", default="", help="only the scenarios whose name contains this")
     a = ap.parse_args()
-    rows = run(a.reps)
+    rows = run(a.reps, a.only)
     text = ("# Coverage of `holds (estimated)` bounds (session 36, h7)\n\n`PYTHONPATH=. python bench/estimate_coverage.py "
             f"--reps {a.reps}`; confidence 0.95 (the default) everywhere. A wrong verdict is a holds of a claim the "
             "population violates. p: one-sided binomial tests (a small p means the bound is NOT valid).\n\n"

@@ -26,7 +26,7 @@ PROPS = (_prop("cls_tie", "statistical_parity(m, groups g, class = 1) <= 0.3")
          + _prop("cls_keep", "statistical_parity(m, groups g, class = 1) <= 0.9")
          + _prop("scoring", "impact_ratio(m, groups g, rate = scoring) >= 0.3")
          + _prop("cal_edge", "calibration_gap(m, groups g, bins = 2) <= 0.9")
-         + _prop("cal_keep", "calibration_gap(m, groups g, bins = 3) <= 0.5")
+         + _prop("cal_keep", "calibration_gap(m, groups g, bins = 3) <= 0.99")   # 89 rows: ECE's valid bound is wide
          + "property flips {\n  forall x, x' : F\n  require x.* == x'.* except {g}\n"
            "  ensure label(m(x)) == label(m(x'))\n  using data\n}\n")
 

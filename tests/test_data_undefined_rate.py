@@ -87,7 +87,8 @@ def test_violated_is_kept_where_the_left_out_group_can_only_widen_the_gap(tmp_pa
 def test_multiclass_equalized_odds_with_a_class_one_group_never_holds(tmp_path):
     """multiclass_equalized_odds over a class whose target no row of group F holds: F's TPR of it is 0/0, and
     the gap of that class was taken over M alone (0), so the value was class 0's FPR gap, 0.25, and `<= 0.35`
-    held where fairlearn (F's TPR 0) says 0.5. Unknown now, naming F; `<= 0.15` stays violated."""
+    held where fairlearn (F's TPR 0) says 0.5. Unknown now, naming F; `<= 0.05` stays violated (h7 round 2: `<= 0.15`
+    is unknown, the valid Clopper-Pearson interval of class 0's FPR gap of 0.25 reaches down to 0.12)."""
     pytest.importorskip("sklearn")
     sio = pytest.importorskip("skops.io")
     from sklearn.tree import DecisionTreeClassifier
@@ -105,7 +106,7 @@ def test_multiclass_equalized_odds_with_a_class_one_group_never_holds(tmp_path):
         'data d = csv("d.csv", target = t)\n'
         'features F from d {\n  a : int in [0, 2]\n  sex : {F, M} protected\n}\n'
         'model m = sklearn("m.skops")\nencode F for m { a : raw  sex : code }\n'
-        'property meo { multiclass_equalized_odds(m, groups sex) <= 0.15 }\n'
+        'property meo { multiclass_equalized_odds(m, groups sex) <= 0.05 }\n'
         'property meo_wide { multiclass_equalized_odds(m, groups sex) <= 0.35 }\n')
     rep = check(tmp_path / "s.fair")
     v = {x.name: x for x in rep.verdicts}

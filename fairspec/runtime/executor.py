@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 from typing import Any, Callable, Protocol, Sequence
 
@@ -89,9 +90,46 @@ def get_executor(n_items: int = 2) -> "Executor":
             _DASK[addr] = DaskExecutor(addr)
         return _DASK[addr]
     workers = max(1, _CONFIG["workers"] or (os.cpu_count() or 1))
-    if n_items <= 1 or workers <= 1:
+    if n_items <= 1 or workers <= 1 or unguarded_main():
         return SerialExecutor()
     return process_pool(workers)
+
+
+def unguarded_main() -> bool:
+    """Whether fairspec was called from the top level of the main script outside an ``if __name__ ==
+    "__main__":`` block. A spawned worker imports the main script again, so there it would run the check again
+    and fail to start its own workers ("bootstrapping phase", an internal error): such a call runs its jobs in
+    this process instead (serially), as one without the guard can only be."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if not path or not str(path).endswith(".py"):
+        return False
+    frame = sys._getframe(1)
+    while frame is not None and not (frame.f_globals is vars(main) and frame.f_code.co_name == "<module>"):
+        frame = frame.f_back
+    if frame is None:                   # not called from the script's top level (a thread, a callback)
+        return False
+    return not _in_main_guard(str(path), frame.f_lineno)
+
+
+@functools.lru_cache(maxsize=16)
+def _in_main_guard(path: str, line: int) -> bool:
+    """Whether ``line`` of the script ``path`` lies inside an ``if __name__ == "__main__":`` block (an
+    unreadable script: taken as guarded, the old behaviour)."""
+    import ast
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test) and node.body and \
+                node.body[0].lineno <= line <= max(getattr(n, "end_lineno", n.lineno) for n in node.body):
+            return True
+    return False
 
 
 def process_pool(workers: int) -> "ProcessExecutor":

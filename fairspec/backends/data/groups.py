@@ -140,7 +140,10 @@ def estimated_holds(prop, claim: str, small: list, min_group_size: int, common: 
     exact = (common.get("details") or {}).get("exact_value")    # rows counted: the value in rationals
     over = (f"the whole {confidence:.0%} interval {_interval(lo, hi, (prop.threshold,), exact=exact)}"
             if confidence is not None else "its interval")
-    return Verdict(prop.name, prop.kind, "holds", how="estimated", reason=f"{claim} holds over {over}", **common)
+    from fairspec.backends.data.estimate_bounds import note
+
+    return Verdict(prop.name, prop.kind, "holds", how="estimated",
+                   reason=f"{claim} holds over {over}{note(common.get('details') or {})}", **common)
 
 
 def missing_rows(ctx, data: str) -> dict:

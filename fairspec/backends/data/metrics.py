@@ -26,6 +26,7 @@ from fairspec.backends.data.budget import NONE as NO_LIMIT, WEIGHT_TOTAL, Budget
 from fairspec.backends.data.constant import constant_reason, lost_reason, lost_replicates, undefined_reason
 from fairspec.backends.data.group_table import exact_cells, group_table, metric_columns, rate_intervals, \
     report_number as _r
+from fairspec.backends.data.estimate_bounds import note
 from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows, small_undo_reason
 from fairspec.syntax.literals import interval as _interval
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
@@ -633,9 +634,11 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
     if status != "unknown" and (lo, hi) != (lo_b, hi_b) and _decide(prop, c, exact, value, lo, hi, n, {})[0] != status:
         return Verdict(prop.name, prop.kind, "unknown", reason=(
             f"the threshold {_spec_number(prop.threshold)} lies inside the {opts.confidence:.0%} interval "
-            f"{_interval(lo, hi, (prop.threshold,), exact=exact)} that bounds every compared rate of every group at once "
-            f"(Clopper-Pearson, union bound), though not inside the bootstrap's {_interval(lo_b, hi_b, (prop.threshold,))}: "
-            f"a group's rate near 0 or 1 on few rows is not known to the bootstrap's precision; more data would decide it"),
+            f"{_interval(lo, hi, (prop.threshold,), exact=exact)} that bounds "
+            f"{_METHOD_WORDS.get(details['interval'].get('method', ''), 'the metric (union bound)')}, though not inside "
+            f"the bootstrap's {_interval(lo_b, hi_b, (prop.threshold,))}: a group's value on few rows (a rate near 0 or "
+            f"1) is not known to the bootstrap's precision; more data "
+            f"would decide it"),
             **common)
     if status == "holds" and constant:
         return Verdict(prop.name, prop.kind, "unknown", reason=constant, **common)
@@ -645,10 +648,17 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
         where = (f"; lowest {enames[a]} ({rates[a]:.3f}), highest {enames[b]} ({rates[b]:.3f})"
                  if a is not None else "")
         return Verdict(prop.name, prop.kind, "violated",
-                       reason=f"{claim} fails over the whole {opts.confidence:.0%} interval{where}", **common)
+                       reason=f"{claim} fails over the whole {opts.confidence:.0%} interval{note(details)}{where}",
+                       **common)
     return Verdict(prop.name, prop.kind, "unknown",
                    reason=f"the threshold {_spec_number(prop.threshold)} lies inside the {opts.confidence:.0%} confidence "
                           f"interval {_interval(lo, hi, (prop.threshold,), exact=exact)}; more data would decide it", **common)
+
+
+_METHOD_WORDS = {"bootstrap joined with clopper_pearson (valid, union bound)":
+                 "every compared rate of every group at once (Clopper-Pearson, union bound)",
+                 "bootstrap joined with mcdiarmid (valid, union bound)":
+                 "every compared group's ECE at once (McDiarmid, union bound)"}
 
 
 def _batched(prop: ir.GroupMetric, c: Counts, eligible, R: int, n: int, status: str, value: float,
@@ -698,15 +708,23 @@ def _status_of(prop: ir.GroupMetric, c2: Counts, eligible, R: int, n: int, ctx=N
 
 
 def _with_box(prop: ir.GroupMetric, c: Counts, eligible, lo: float, hi: float, details: dict) -> tuple[float, float]:
-    """[lo, hi] (the bootstrap's, the value inside) widened to contain the simultaneous Clopper-Pearson
-    interval of the rates (:mod:`.rate_bounds`): the printed bound is then valid at the stated confidence."""
-    from fairspec.backends.data import rate_bounds
+    """[lo, hi] (the bootstrap's, the value inside) widened to contain a valid simultaneous interval where one
+    is simple (:mod:`.rate_bounds`, :mod:`.estimate_bounds`): the printed bound is then valid at the stated
+    confidence. Elsewhere ``details["interval"]`` names the bootstrap's an approximation, and says why."""
+    from fairspec.backends.data import estimate_bounds, rate_bounds
 
-    box = rate_bounds.box_interval(prop, c.cells, eligible, prop.options.confidence) \
-        if rate_bounds.applies(prop, c) else None
+    conf = prop.options.confidence
+    method, box = "clopper_pearson", None
+    if rate_bounds.applies(prop, c):
+        box = rate_bounds.box_interval(prop, c.cells, eligible, conf)
+    elif METRICS[prop.metric].form == "calibration" and c.bins is not None:
+        method, box = "mcdiarmid", estimate_bounds.ece_interval(prop, c, eligible, conf)
     if box is None:
+        details["interval"] = {"bootstrap": [_r(lo), _r(hi)], "method": "bootstrap (approximate)",
+                               "approximate": estimate_bounds.approximate_reason(prop, c.weighted)}
         return lo, hi
-    details["interval"] = {"bootstrap": [_r(lo), _r(hi)], "clopper_pearson": [_r(box[0]), _r(box[1])]}
+    details["interval"] = {"bootstrap": [_r(lo), _r(hi)], method: [_r(box[0]), _r(box[1])],
+                           "method": f"bootstrap joined with {method} (valid, union bound)"}
     return min(lo, box[0]), max(hi, box[1])
 
 

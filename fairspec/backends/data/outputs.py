@@ -22,6 +22,7 @@ from fairspec.analyses.group_rates import BETWEEN, METRICS
 from fairspec.backends.data import batching
 from fairspec.backends.data.budget import WEIGHT_TOTAL
 from fairspec.backends.data.constant import lost_reason, lost_replicates, undefined_output_reason
+from fairspec.backends.data.estimate_bounds import note
 from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows, small_undo_reason
 from fairspec.verdict import Unsupported, Verdict, interval_status, unknown
 from fairspec.syntax.literals import interval as _interval
@@ -400,17 +401,24 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
     alpha = 1.0 - opts.confidence
     lo, hi = (float(np.quantile(boot, alpha / 2)), float(np.quantile(boot, 1 - alpha / 2))) if boot.size \
         else (value, value)
-    lo, hi = min(lo, value), max(hi, value)
+    lo_b, hi_b = min(lo, value), max(hi, value)
     details["bootstrap"] = R
+    lo, hi = _joined(prop, mdef, (g, pred, target), bool(wcol), eligible, mode, K, lo_b, hi_b, details)
     common = dict(value=float(value), bound=(lo, hi), backend="data", seconds=time.perf_counter() - t0,
                   details=details)
     claim = f"{prop.metric} {prop.op} {_spec_number(prop.threshold)}"      # as written: 0.1234567, not 0.123457
-    status = interval_status(prop.op, prop.threshold, lo, hi)
+    status = interval_status(prop.op, prop.threshold, lo_b, hi_b)      # the bootstrap's (its reasons first)
     why = undefined_output_reason(prop, per, eligible, names, status) or \
         lost_reason(prop, status, boot, rest, lost_in, alpha, value) or \
         small_undo_reason(prop, claim, small, opts.min_group_size, status, mdef.form != "output_ratio")
     if why:
         return Verdict(prop.name, prop.kind, "unknown", reason=why, **common)
+    if status != "unknown" and interval_status(prop.op, prop.threshold, lo, hi) == "unknown":
+        return Verdict(prop.name, prop.kind, "unknown", reason=(
+            f"the threshold {_spec_number(prop.threshold)} lies inside the {opts.confidence:.0%} interval "
+            f"{_interval(lo, hi, (prop.threshold,))} that bounds {prop.metric} ({details['interval']['method']}), "
+            f"though not inside the bootstrap's {_interval(lo_b, hi_b, (prop.threshold,))}: a group's value on few "
+            f"rows is not known to the bootstrap's precision; more data would decide it"), **common)
     if status == "holds":
         return estimated_holds(prop, claim, small, opts.min_group_size, common, opts.confidence)
     if status == "violated":
@@ -419,10 +427,30 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
         where = _worst_groups(mdef, per, names, eligible, mode, (g, pred, w1), labels, ts) if mode == BETWEEN else \
             _farthest_from_all(mdef, per, names, eligible, details["overall"], (g, pred, w1), labels, ts)
         return Verdict(prop.name, prop.kind, "violated",
-                       reason=f"{claim} fails over the whole {opts.confidence:.0%} interval{where}", **common)
+                       reason=f"{claim} fails over the whole {opts.confidence:.0%} interval{note(details)}{where}",
+                       **common)
     return Verdict(prop.name, prop.kind, "unknown",
                    reason=f"the threshold {_spec_number(prop.threshold)} lies inside the {opts.confidence:.0%} confidence "
                           f"interval {_interval(lo, hi, (prop.threshold,))}; more data would decide it", **common)
+
+
+def _joined(prop, mdef, rows, weighted: bool, eligible, mode: str, K, lo: float, hi: float,
+            details: dict) -> tuple[float, float]:
+    """The bootstrap's [lo, hi] joined with a valid interval of the metric where one is simple
+    (:mod:`.estimate_bounds`); elsewhere ``details["interval"]`` names it an approximation and says why."""
+    from fairspec.backends.data import estimate_bounds
+
+    g, pred, target = rows
+    box = estimate_bounds.output_interval(mdef, g, pred, target, weighted, eligible, mode, K,
+                                          prop.options.confidence)
+    if box is None:
+        details["interval"] = {"bootstrap": [lo, hi], "method": "bootstrap (approximate)",
+                               "approximate": estimate_bounds.approximate_reason(prop, weighted)}
+        return lo, hi
+    method = "dkw" if mdef.form == "ks_distance" else "clopper_pearson"
+    details["interval"] = {"bootstrap": [lo, hi], method: [box[0], box[1]],
+                           "method": f"bootstrap joined with {method} (valid, union bound)"}
+    return min(lo, box[0]), max(hi, box[1])
 
 
 def _one(x, ts) -> str:
