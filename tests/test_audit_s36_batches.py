@@ -304,3 +304,41 @@ def test_milp_maximize_lower_end_holds_the_whole_domain_batch_s_maximum(tmp_path
     assert v.status == status and v.bound is not None, (v.status, v.reason)
     lo, hi = v.bound
     assert all(Fraction(lo) <= m <= Fraction(hi) for m in maxima), (v.bound, [float(m) for m in maxima])
+
+
+def test_maximum_at_a_tie_lower_end_holds_the_whole_domain_batch_s_maximum(tmp_path, monkeypatch):
+    """kinds/pair_ties.maximum_at_a_tie's ``holds`` (the refinement over the whole domain proved the property after
+    the solver stopped at a tie): its lower end was the solver's best pair scored as a pair, 4.6219799518585205 on
+    the torch 5-8-1 network of the test above, where the whole domain scored in one batch gives every pair at most
+    4.621979475021362. On this net at eps 4.6221 the refinement itself stops at the runtime's rounding (the path's
+    holds was not reached end to end), so its arguments are taken from a real run and the refinement's answer is a
+    holds (true: every batching's maximum is below eps). Widened by kinds/pre_search_batches.best_pair_low now;
+    failed before."""
+    from dataclasses import replace
+    from fractions import Fraction
+
+    import fairspec.kinds.individual_fairness as indiv
+    import fairspec.kinds.pair_ties as ties
+    from fairspec.pipeline import check
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    net = _pre_net(tmp_path / "m.pt", 2)
+    pts = [(g, s, a) for g in range(3) for s in (0, 1) for a in range(10)]
+    pairs = [(i, j) for i, p in enumerate(pts) for j, q in enumerate(pts)
+             if p[0] == q[0] and p[2] == q[2] and p[1] != q[1]]
+    A = _pre_x(pts)
+    whole = _run(net, A)
+    top = max(abs(Fraction(whole[i]) - Fraction(whole[j])) for i, j in pairs)
+    seen = []
+    real = ties.maximum_at_a_tie
+    monkeypatch.setattr(indiv, "maximum_at_a_tie", lambda *a: seen.append(a) or real(*a))
+    (tmp_path / "p.fair").write_text(
+        PRE_DECLS + "property p {\n  forall x, x' : F\n  require x.* == x'.* except {s}\n"
+        "  ensure |logit(m(x)) - logit(m(x'))| <= 4.6221\n  using milp\n  mode = maximize\n}\n")
+    check(str(tmp_path / "p.fair"))
+    assert seen, "the solver did not stop at a tie"
+    prop, problem, res, _, model, runtime = seen[0]
+    monkeypatch.setattr(ties, "decide_at_a_tie", lambda p, pr, r, *a, **k: replace(r, status="holds", how="proved"))
+    got = real(prop, problem, res, None, model, runtime)
+    assert got.status == "holds" and got.value is not None and got.bound is not None, got
+    assert Fraction(got.value) <= top <= Fraction(got.bound), (got.value, got.bound, float(top))
