@@ -247,7 +247,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
         budget = 0.5 if deadline is None else max(0.05, min(0.5, 0.05 * (deadline - time.monotonic())))
         stop = None if mode == "maximize" else float(prop.eps) * (1.0 + 1e-9)
         best = _attack(pre, C, free, relaxed, evaluate, classes, M, rng, budget, stop_above=stop)
-        best_val, best_near, best_w, best_at = -math.inf, -math.inf, None, None
+        best_val, best_near, best_at = -math.inf, -math.inf, None
         for c in classes:
             v, x, xp = best[c]
             if x is None:
@@ -298,7 +298,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
 
                         best_val = softmax_pair_value(prop, model, X2, c)
                         best_val = -math.inf if best_val is None else best_val
-                    best_w, best_at = pair, (c, X2)
+                    best_at = (c, X2)
             if r.status == "violated" and r.pair is not None:
                 w, wc = replay(r.pair[0], r.pair[1], c)
                 if w is None:
