@@ -247,7 +247,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
         budget = 0.5 if deadline is None else max(0.05, min(0.5, 0.05 * (deadline - time.monotonic())))
         stop = None if mode == "maximize" else float(prop.eps) * (1.0 + 1e-9)
         best = _attack(pre, C, free, relaxed, evaluate, classes, M, rng, budget, stop_above=stop)
-        best_val, best_near, best_w = -math.inf, -math.inf, None
+        best_val, best_near, best_at = -math.inf, -math.inf, None
         for c in classes:
             v, x, xp = best[c]
             if x is None:
@@ -298,7 +298,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
 
                         best_val = softmax_pair_value(prop, model, X2, c)
                         best_val = -math.inf if best_val is None else best_val
-                    best_w = pair
+                    best_at = (c, X2)
             if r.status == "violated" and r.pair is not None:
                 w, wc = replay(r.pair[0], r.pair[1], c)
                 if w is None:
@@ -321,6 +321,13 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
         bound = max(bounds) if len(bounds) == len(classes) else math.inf
         bound = max(bound, best_val)
         value = best_val if real_softmax(prop, model) else best_near   # the real softmax: its certain lower end
+        # the best pair was scored in a batch of its own two rows: another batch may score it (and every pair)
+        # lower on a runtime that rounds by batch (a torch 5-8-3 net: 0.10769955526840867 as a pair, every pair
+        # at most 0.1076995549004625 in the whole domain's batch), so the lower end is widened by the runtime's
+        # spread (kinds/pre_search_batches.lower_end, as the enumeration's)
+        from fairspec.kinds.pre_search_batches import lower_end
+
+        best_val = lower_end(replace(prop, cls=best_at[0]), model, best_at[1], best_val, False)
         if math.isfinite(bound):
             extra["bound"] = (best_val, bound)
             details["maximum"] = "[best pair replayed, certified upper bound]"

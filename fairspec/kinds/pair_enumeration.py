@@ -150,7 +150,10 @@ def _assumed_spread(model, X: np.ndarray):
         top = 0.0
     precision = str(getattr(model, "precision", "float32"))
     rel = ASSUMED_SPREAD.get(precision, ASSUMED_SPREAD_OTHER)
-    return float(np.nextafter(2.0 * rel * (1.0 + top), np.inf)), None, ("assumed",), precision
+    from fairspec.models.split_edges import spread_over_edges     # trees behind a PCA: a jump, not a rounding
+
+    return spread_over_edges(model, X, float(np.nextafter(2.0 * rel * (1.0 + top), np.inf)), top), None, \
+        ("assumed",), precision
 
 
 def runtime_spread(post: str, cls, model, X: np.ndarray, score_kind: str):

@@ -78,8 +78,8 @@ def maximum_at_a_tie(prop, problem, res, seconds, model, runtime):
     * ``holds``: certify's Proof that no pair breaks the post-condition on the runtime, in any batch
       size or order (the refinement leaves open an individual another batch may decide otherwise), so
       the threshold bounds the largest measure of every evaluation; the lower end is the solver's best
-      pair replayed on the runtime (its measure in that batch, as the enumeration reports this batch's
-      largest). The interval is ``[v, v]`` when that pair scores exactly the threshold, else
+      pair replayed on the runtime (its measure in that batch, widened down by the runtime's spread where
+      another batch may score it lower: kinds/pre_search_batches.best_pair_low). The interval is ``[v, v]`` when that pair scores exactly the threshold, else
       ``[v, threshold]``; no value when the pair does not replay or its measure is no score the runtime
       gives (label on a probability); a replayed measure beyond the proved threshold is a contradiction
       kept ``unknown``;
@@ -87,7 +87,8 @@ def maximum_at_a_tie(prop, problem, res, seconds, model, runtime):
       measure), the certified upper bound kept as the interval's upper end (milp.maximize's ``bound``:
       certify's, or None), not proved;
     * else ``res`` with why the refinement did not decide it."""
-    from fairspec.kinds.pair_runtime import runtime_pair_value, threshold_interval
+    from fairspec.kinds.pair_runtime import threshold_interval
+    from fairspec.kinds.pre_search_batches import best_pair_low
 
     tie = decide_at_a_tie(prop, problem, res, seconds, situation="the largest measure lay at the threshold within "
                            "the solver's tolerance or the runtime's rounding")
@@ -95,10 +96,9 @@ def maximum_at_a_tie(prop, problem, res, seconds, model, runtime):
         return replace(tie, bound=None if res.bound is None else max(float(res.bound), float(tie.value)))
     if tie.status != "holds":
         return tie
-    lo = None
-    if res.best is not None:
-        _, X2, s = runtime.replay.full(np.asarray(res.best.x), np.asarray(res.best.x_prime))
-        lo = None if s is None else runtime_pair_value(prop, model, s, X2)
+    # the best pair's measure in its own batch, widened by a batch-rounding runtime's spread (another batch's
+    # maximum may lie below it: kinds/pre_search_batches.best_pair_low, as every solver's lower end)
+    lo = best_pair_low(prop, model, runtime.replay.full, res.best)
     thr, note = threshold_interval(problem.post, prop.eps, problem.eps_strict, lo, "the refinement's proof")
     if thr is None and lo is not None:
         return replace(res, reason=f"{res.reason}; the refinement proves the property, but {note}: not reported")

@@ -209,14 +209,18 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
 
     evidence = Evidence()
     spread = batch_spread(ctx.model(m.name), _exact(ctx.model(m.name)))
+    row_tied = None
     if spread is not None and n:        # the table's SP, TPR (and CFA) count the rows' centre decisions
-        tied = int(spread.threshold(U_rows, np.asarray(raw_score(U_rows), dtype=np.float64).reshape(-1)).sum())
-        if tied:
+        row_tied = spread.threshold(U_rows, np.asarray(raw_score(U_rows), dtype=np.float64).reshape(-1))
+        if row_tied.any():
             from fairspec.models.batching import BATCHED
 
             details.setdefault("notes", []).append(
-                f"{tied} of the {n} rows are decided within the runtime's rounding of the threshold: {BATCHED}, and "
-                "the table's SP, TPR and CFA count them as this batch decided them (another batch may not)")
+                f"{int(row_tied.sum())} of the {n} rows are decided within the runtime's rounding of the threshold: "
+                f"{BATCHED}, so the table's SP, TPR and CFA of their groups are ranges over both decisions "
+                "(details.table rows' sp_range, tpr_range, cfa_range)")
+        else:
+            row_tied = None
     for flip in prop.flip:
         R, T = _cases(values, n, fs, flip)
         if len(R) == 0:
@@ -252,7 +256,8 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
         agg = aggregate(names, row_group=grow, row_label=labels, row_pred=row_pred, case_row=R, case_group_x=gx,
                         case_group_p=gp, case_class=labels[R].astype(int), case_eligible=res.eligible,
                         case_same=res.pred_x == res.pred_p, obs_status=res.observed, flip_status=res.flipped,
-                        rb_x=rb_x_rows, rb_p=res.rb_p)
+                        rb_x=rb_x_rows, rb_p=res.rb_p, row_tied=row_tied,
+                        case_tied=None if spread is None else _cases_tied(spread, row_tied, R, Up, raw_score))
         tables[flip] = agg.to_json()
         verdict_parts.append((flip, res, cs, vals_x, vals_p, R))
         details.setdefault("seconds", {})[flip] = res.seconds
@@ -393,3 +398,12 @@ def _exact(model):
         return points_exact(runtime, X, np.arange(len(X)), scores, elementwise_sigmoid_head(model))
 
     return exact
+
+
+def _cases_tied(spread, row_tied, R, Up, raw_score):
+    """Per case: is its x's (``row_tied``) or its x''s decision within the runtime's rounding of the threshold
+    (``spread``: backends/pba/certified.batch_spread)? None when none is."""
+    out = spread.threshold(Up, np.asarray(raw_score(Up), dtype=np.float64).reshape(-1))
+    if row_tied is not None:
+        out = out | row_tied[R]
+    return out if out.any() else None

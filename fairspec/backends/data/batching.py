@@ -110,6 +110,11 @@ def decision_fragile(model, X: np.ndarray, d: np.ndarray, z: np.ndarray, thr: fl
     width, bound = decision_spread(model, X, z)
     with np.errstate(invalid="ignore"):
         gap = np.abs(z - thr)
+    from fairspec.models.split_edges import at_split_edges
+
+    edges = at_split_edges(model, X)        # trees behind a PCA: a row on a split edge may jump, whatever its gap
+    if edges is not None and edges.any():
+        gap = np.where(edges, 0.0, gap)
     return fragile_rows(X, d, gap, width, bound, model.decide)
 
 

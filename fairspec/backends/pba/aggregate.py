@@ -16,6 +16,9 @@ For every group g (the flipped attribute's values, or ``report by ...``):
 * ``tpr``: true-positive rate (the TPR part of equalized odds);
 * ``cfa``: counterfactual fairness accuracy, the share whose decision does not change
   under the flip (Kusner et al.);
+* ``sp_range`` / ``tpr_range`` / ``cfa_range`` (on a runtime that rounds by batch, a group holding decisions
+  within its rounding of the threshold): the share over every way another batch may decide those, printed
+  in place of the share;
 * ``rb_observed`` / ``rb_flipped``: robustness accuracy by formal verification (Nanda
   et al.): correct and provably constant decision over the same neighbourhood, for x
   (group of x) and for x' (group of x').
@@ -49,7 +52,8 @@ class Aggregate:
 
 
 def aggregate(groups: list[str], *, row_group, row_label, row_pred, case_row, case_group_x, case_group_p,
-              case_class, case_eligible, case_same, obs_status, flip_status, rb_x=None, rb_p=None) -> Aggregate:
+              case_class, case_eligible, case_same, obs_status, flip_status, rb_x=None, rb_p=None,
+              row_tied=None, case_tied=None) -> Aggregate:
     """Per-group table.
 
     Row-level arrays (selected rows): ``row_group`` (group index of x), ``row_label``
@@ -58,6 +62,10 @@ def aggregate(groups: list[str], *, row_group, row_label, row_pred, case_row, ca
     ``case_group_p`` (group of x'), ``case_class`` (true class 0/1), ``case_eligible``,
     ``case_same`` (decision unchanged by the flip), ``obs_status`` / ``flip_status``
     (proved | refuted | unknown | excluded), ``rb_p`` (robust-accuracy status of x').
+    ``row_tied`` / ``case_tied`` (a runtime that rounds by batch): the rows whose centre decision, and the cases
+    whose x or x' decision, lies within its rounding of the threshold -- another batch may decide them otherwise,
+    so a group holding some gets ``sp_range`` / ``tpr_range`` / ``cfa_range``, the share over every way they may
+    be decided (its ``sp`` / ``tpr`` / ``cfa`` is this batch's), and the table prints the range.
     """
     rows = []
     for gi, name in enumerate(groups):
@@ -68,6 +76,11 @@ def aggregate(groups: list[str], *, row_group, row_label, row_pred, case_row, ca
              "tpr": _share(row_pred[pos].sum(), pos.sum())}
         cx = case_group_x == gi
         r["cfa"] = _share(case_same[cx].sum(), cx.sum())
+        if row_tied is not None:
+            _range(r, "sp", row_pred.astype(bool), row_tied, in_g)
+            _range(r, "tpr", row_pred.astype(bool), row_tied, pos)
+        if case_tied is not None:
+            _range(r, "cfa", np.asarray(case_same, dtype=bool), case_tied, cx)
         if rb_x is not None:
             r["rb_observed"] = _share((rb_x[in_g] == "proved").sum(), in_g.sum())
             r["rb_observed_unknown"] = int((rb_x[in_g] == "unknown").sum())
@@ -97,8 +110,24 @@ def aggregate(groups: list[str], *, row_group, row_label, row_pred, case_row, ca
     return Aggregate(list(groups), rows, overall)
 
 
+def _range(r: dict, key: str, yes, tied, sel) -> None:
+    """``r[key + "_range"]``: the share of ``yes`` among ``sel`` over every decision of its ``tied`` members (the
+    rows another batch may decide otherwise), when it holds some."""
+    sel = np.asarray(sel, dtype=bool)
+    tied = np.asarray(tied, dtype=bool) & sel
+    if tied.any():
+        yes = np.asarray(yes, dtype=bool) & sel
+        r[f"{key}_range"] = [_share((yes & ~tied).sum(), sel.sum()), _share((yes | tied).sum(), sel.sum())]
+
+
 def _pct(v) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def _pct_of(r: dict, key: str) -> str:
+    """A group metric's cell: its range where one batch decides it (``key + "_range"``), else its share."""
+    got = r.get(f"{key}_range")
+    return _pct(r[key]) if not got else f"{100 * got[0]:.1f}-{_pct(got[1])}"
 
 
 _METRICS = ("n", "SP", "TPR", "CFA", "RB obs", "RB flip")
@@ -107,7 +136,7 @@ _SHARES = ("PBA obs", "(des./undes.)", "PBA flip", "(des./undes.)", "undecided")
 
 def _cells(r: dict, cols) -> list[str]:
     oc, fc = r["observed_counts"], r["flipped_counts"]
-    cells = {"n": str(r["n"]), "SP": _pct(r["sp"]), "TPR": _pct(r["tpr"]), "CFA": _pct(r["cfa"]),
+    cells = {"n": str(r["n"]), "SP": _pct_of(r, "sp"), "TPR": _pct_of(r, "tpr"), "CFA": _pct_of(r, "cfa"),
              "RB obs": _pct(r.get("rb_observed")), "RB flip": _pct(r.get("rb_flipped")),
              "undecided": str(oc["unknown"] + fc["unknown"])}
     row = []
