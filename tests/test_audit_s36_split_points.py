@@ -204,3 +204,45 @@ def test_raw_cut_against_every_integer(enc):
             r = raw_cut(col, f, c)
             want = ages[feeds <= c]
             assert r == (want.max() if want.size else 4.0), (v, c, r)
+
+
+@pytest.mark.parametrize("domain", ["int in [5, 60]", "real in [5, 60]"])
+def test_tree_engines_fold_splits_on_the_encoders_feeds(tmp_path, domain):
+    """The tree engines (MILP / SMT / local search of individual fairness, k-discrimination's leaf bound) read
+    a tree model folded into feature space (backends/trees/space.fold). A split was placed at
+    ``(t - shift) / scale`` (a real feature) or found by evaluating ``scale * v + shift`` (an int one), which
+    is not the runtime's ``(v - mean) / std``: thresholds one float from an age's feed put ages on the wrong
+    side (a candidate pair that does not replay, or a violation missed: never a proof, the engines' holds
+    is unknown). With the encoder's feeds (kinds.lowering.encoder_feeds) the folded ensemble agrees with the
+    ensemble on the encoded inputs at every age tried; without them it does not (checked here too)."""
+    from fairspec.backends.trees.space import fold
+    from fairspec.kinds.lowering import encoder_feeds, lower_pair
+    from fairspec.pipeline import lint
+    from fairspec.runtime.context import Context
+    from fairspec.runtime.encoding import encode
+
+    line, ms = ENCODINGS["standard-37.3-13.7"]
+    ages = np.arange(5, 61).repeat(2)
+    groups = ["yes" if i % 2 else "no" for i in range(len(ages))]
+    at = (5.0, 17.0, 33.0, 59.0, 60.0) if domain.startswith("int") else (5.0, 17.3, 33.7, 59.9, 60.0)
+    thr = [t for v in at for t in _around(float(_fed(ms, [v])[0]))]
+    vals = sorted({x for v in at for x in _around(v) if 5 <= x <= 60})
+    if domain.startswith("int"):
+        vals = list(range(5, 61))
+    prop = "forall x, x' : People\n  require x.* == x'.* except {grp}\n  ensure label(m(x)) == label(m(x'))"
+    wrong_before = 0
+    for seed in range(3):
+        np.random.default_rng(seed).shuffle(thr)
+        path = _spec(tmp_path, ages, groups, line, domain, thr, "hgb", prop=prop)
+        sp = lint(path).spec
+        ctx = Context(sp)
+        enc = ctx.encoding("m")
+        low = lower_pair(sp.properties[0], sp.feature_set("People"), enc)
+        ens = ctx.model("m").tree_ensemble()
+        V = np.array([[a, 1.0 - g, g] for a in vals for g in (0.0, 1.0)])
+        want = ens.aggregate(encode(enc, {"age": V[:, 0], "grp": V[:, 2]}, len(V)))
+        got = fold(ens, low.lo, low.hi, low.integer, low.scale, low.shift, encoder_feeds(enc)).aggregate(V)
+        assert np.array_equal(got, want), (seed, sorted(set(V[got != want, 0].tolist())))
+        old = fold(ens, low.lo, low.hi, low.integer, low.scale, low.shift).aggregate(V)
+        wrong_before += int(not np.array_equal(old, want))
+    assert wrong_before, "the thresholds no longer tell the two readings apart"
