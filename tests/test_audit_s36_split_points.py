@@ -246,3 +246,56 @@ def test_tree_engines_fold_splits_on_the_encoders_feeds(tmp_path, domain):
         old = fold(ens, low.lo, low.hi, low.integer, low.scale, low.shift).aggregate(V)
         wrong_before += int(not np.array_equal(old, want))
     assert wrong_before, "the thresholds no longer tell the two readings apart"
+
+
+def test_pba_tree_neighbourhood_is_fed_as_the_encoder_feeds_it(tmp_path):
+    """PBA on a tree model: the point at offset d of a row aged a is the encoder's feed of a + d. It was the
+    encoded centre moved by d * (1 / std): (40 - 37.3) / 13.7 + 20 / 13.7 is one float above the feed of 60.
+    One split at t = feed(60) (``x <= t``: class 0): every age 20..60 is class 0 on the runtime, so every row's
+    robustness holds; before the fix the rows aged 40 were refuted at a model input no age is fed as (RB obs
+    50%). Checked against predict at every age of every neighbourhood."""
+    import skops.io as sio
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    import fairspec
+
+    m, s = 37.3, 13.7
+    f60 = (60 - m) / s
+    assert (40 - m) / s + 20 * (1 / s) > f60
+    ages = np.array([40] * 10 + [50] * 10)
+    grp = np.array([0, 1] * 10)
+    est = HistGradientBoostingClassifier(max_iter=1, max_depth=2, learning_rate=1.0, min_samples_leaf=1,
+                                         random_state=0).fit(np.column_stack([np.arange(20.0), grp, 1 - grp]),
+                                                             np.arange(20) >= 10)
+    nd = est._predictors[0][0].nodes
+    root = int(np.flatnonzero(~nd["is_leaf"].astype(bool))[0])
+    nd["feature_idx"][root], nd["num_threshold"][root] = 0, f60
+    nd["value"][nd["left"][root]], nd["value"][nd["right"][root]] = -5.0, 5.0
+    est._baseline_prediction[:] = 0.0
+    sio.dump(est, tmp_path / "m.skops")
+    (tmp_path / "d.csv").write_text("grp,age,y\n" + "".join(f"{'yes' if g else 'no'},{a},0\n"
+                                                             for g, a in zip(grp, ages)))
+    (tmp_path / "s.fair").write_text('''data d = csv("d.csv", label = y == 1)
+features F from d {
+  grp : {no, yes} protected
+  age : int in [5, 60]
+}
+model m = sklearn("m.skops")
+encode F for m {
+  age : standard(mean = 37.3, std = 13.7)
+  grp : onehot
+}
+property bias {
+  pba(m, flip grp, around d, delta {age: 20})
+}
+''')
+    # brute force: every row's neighbourhood [a - 20, a + 20] within [5, 60], fed as the encoder feeds it
+    robust = []
+    for a, g in zip(ages, grp):
+        nb = np.arange(max(5, a - 20), min(60, a + 20) + 1, dtype=np.float64)
+        X = np.column_stack([(nb - m) / s, np.full(nb.size, 1 - g), np.full(nb.size, g)])
+        robust.append(bool((est.predict(X) == 0).all()))
+    assert all(robust)
+    v = fairspec.check(tmp_path / "s.fair").report.verdicts[0]
+    for row in v.details["table"]["rows"]:
+        assert row["rb_observed"] == 1.0 and row["rb_flipped"] == 1.0, row
