@@ -324,11 +324,12 @@ def discretise_rows(fs: ir.FeatureSet, rows, names, params: dict, needs: dict, l
 
 
 def _missing_edges(edges, needs) -> list[float]:
-    """Edges to add so that every need (lo, hi, preferred) has an edge e with lo <= e <= hi (< hi if lo < hi)."""
+    """Edges to add so that every need (lo, hi, preferred) has an edge e with lo <= e <= hi (< hi if lo < hi):
+    e == lo exactly when lo == hi (a split's raw cut: an edge a float away holds the values between them)."""
     have = list(edges)
     add = []
     for lo, hi, pref in needs:
-        ok = any((abs(e - lo) <= 1e-9 * max(1.0, abs(lo))) if lo == hi else (lo <= e < hi) for e in have)
+        ok = any((e == lo) if lo == hi else (lo <= e < hi) for e in have)
         if not ok:
             have.append(pref)
             add.append(pref)

@@ -289,7 +289,9 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
             # a tree ensemble: the scaling folded into every split, pruned along its paths
             from fairspec.backends.trees.space import fold
 
-            folded = fold(trees, low.lo, low.hi, low.integer, low.scale, low.shift)
+            from fairspec.kinds.lowering import encoder_feeds
+
+            folded = fold(trees, low.lo, low.hi, low.integer, low.scale, low.shift, encoder_feeds(enc))
     except UnsupportedModel as e:
         return unknown(prop, f"the {backend} backend cannot encode this model: {e}", backend=backend,
                        seconds=time.perf_counter() - t0)

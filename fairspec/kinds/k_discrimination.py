@@ -345,7 +345,10 @@ def _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at: int, t0: float)
         return lo, hi
 
     try:
-        ensembles = [fold(ens, *fixed(c), low.integer, low.scale, low.shift) for c in combos]
+        from fairspec.kinds.lowering import encoder_feeds
+
+        feeds = encoder_feeds(enc)
+        ensembles = [fold(ens, *fixed(c), low.integer, low.scale, low.shift, feeds) for c in combos]
     except UnsupportedModel:
         return None
     free = {i for cs in cols for i in cs}

@@ -205,3 +205,16 @@ def fold_scaling(net, lowering: PairLowering):
     W = first.W * lowering.scale[None, :]
     b = first.b + first.W @ lowering.shift
     return PLNet((Layer(W, b, first.relu),) + tuple(net.layers[1:]), net.output_index, net.final, net.source)
+
+
+def encoder_feeds(enc: ir.Encoding) -> dict:
+    """Model input -> (feature values -> the model inputs the runtime's encoder gives them) for every
+    numeric column (raw, minmax, standard): the tree engines' folded splits are decided on these
+    (:func:`fairspec.backends.trees.space.fold`), not on ``scale * v + shift``."""
+    from fairspec.backends.boolean.split_points import fed
+
+    out = {}
+    for c in enc.columns:
+        if c.kind in ("raw", "minmax", "standard") and c.width == 1:
+            out[c.offset] = (lambda col: (lambda v: fed(col, v)))(c)
+    return out

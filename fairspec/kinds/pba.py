@@ -230,7 +230,13 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
         vals_p[flip] = T
         P = len(R)
         U, Up = encode(enc, vals_x, P), encode(enc, vals_p, P)
-        cs = CaseSet(net, U, Up, cols, scale, lo_r[R], hi_r[R], integer, labels[R].astype(int))
+        # the neighbourhood's points fed as the encoder feeds x + D (split_points.fed), not U + D * scale
+        from fairspec.backends.boolean.split_points import fed
+
+        raw = np.column_stack([np.asarray(vals_x[name], dtype=np.float64) for name in moving]) if moving else None
+        feeds = tuple((lambda c: (lambda v: fed(c, v)))(enc.column(name)) for name in moving)
+        cs = CaseSet(net, U, Up, cols, scale, lo_r[R], hi_r[R], integer, labels[R].astype(int), raw=raw,
+                     feeds=feeds if moving else None)
         first_case = np.unique(R, return_index=True)[1]
         if trees is not None:
             # a tree model: each point decided exactly over its neighbourhood's leaf combinations

@@ -78,9 +78,10 @@ class Bins:
         e = self.edges
         if not e:
             return ("(-inf, inf)",)
-        out = [f"(-inf, {_fmt(e[0])}]"]
-        out += [f"({_fmt(a)}, {_fmt(b)}]" for a, b in zip(e, e[1:])]
-        out.append(f"({_fmt(e[-1])}, inf)")
+        fmt = _fmt if len({_fmt(x) for x in e}) == len(e) else repr     # edges a float apart: every digit
+        out = [f"(-inf, {fmt(e[0])}]"]
+        out += [f"({fmt(a)}, {fmt(b)}]" for a, b in zip(e, e[1:])]
+        out.append(f"({fmt(e[-1])}, inf)")
         return tuple(out)
 
     def upper_index(self, threshold: float, feature: str = "feature") -> int:
@@ -91,7 +92,7 @@ class Bins:
         t = float(threshold)
         e = np.asarray(self.edges, dtype=float)
         j = int(np.searchsorted(e, t, side="left"))
-        if j < len(e) and abs(e[j] - t) <= 1e-9 * max(1.0, abs(t)):
+        if j < len(e) and e[j] == t:         # exactly: an edge 1e-12 off holds values between the two
             return j + 1
         lo = "-inf" if j == 0 else _fmt(e[j - 1])
         hi = "inf" if j == len(e) else _fmt(e[j])

@@ -452,14 +452,17 @@ def _model_variables(variables, code_vars, fs):
 MAX_COMPILED_LEAVES = 4096
 
 
-def _compiled(model: ir.Model, trees, cols, fs: ir.FeatureSet, decide=None, code_vars=None):
+def _compiled(model: ir.Model, trees, cols, fs: ir.FeatureSet, decide=None, code_vars=None, enc=None):
     """A forest's or boosted model's decision as one decision tree over the model's inputs
     (:mod:`fairspec.backends.trees.compile`), within the encoded domain (a code-encoded column: its
     codes as written, ``code {false = 0.3, true = 1.7}`` too); Unsupported when its Boolean form would
     have more than MAX_COMPILED_LEAVES leaves."""
     from fairspec.backends.trees.compile import TooLarge, compile_decision
 
+    from fairspec.backends.boolean.split_points import boxes
+
     lo, hi = np.full(len(cols), -np.inf), np.full(len(cols), np.inf)
+    fed_boxes = boxes(enc, fs, len(cols)) if enc is not None else {}
     for i, c in enumerate(cols):
         f = fs.get(c.feature)
         if c.value is not None:                       # one-hot column: 0 or 1
@@ -471,9 +474,10 @@ def _compiled(model: ir.Model, trees, cols, fs: ir.FeatureSet, decide=None, code
             # 2.9 lies outside, so the cuts above k - 1 were dropped and such points decided by the wrong side)
             codes = [float(x) for x in code_vars[c.feature].values]
             lo[i], hi[i] = float(np.nextafter(min(codes), -np.inf)), max(codes)
-        elif isinstance(dom, (ir.IntRange, ir.RealRange)) and c.scale > 0:
-            a, b = (float(dom.lo) - c.offset) / c.scale, (float(dom.hi) - c.offset) / c.scale
-            lo[i], hi[i] = float(np.nextafter(a, -np.inf)), b
+        elif i in fed_boxes:
+            # the domain's ends as the runtime's encoder feeds them (split_points.box; (lo - mean) / std in
+            # Python could differ from the encoder's float by a rounding: MinMaxScaler's v * scale + shift)
+            lo[i], hi[i] = fed_boxes[i]
         elif f is not None and f.is_discrete:
             lo[i], hi[i] = -0.5, float(len(f.values()) - 1)
     try:
@@ -507,7 +511,12 @@ def _sklearn_form(model: ir.Model, ctx, fs: ir.FeatureSet) -> Form:
 
         # boxes at the decision threshold are decided by the library's own predict
         est, positive = _compiled(model, trees, cols, fs,
-                                  decide=lambda X: runtime_outputs(loaded, X, "label"), code_vars=code_vars), 1
+                                  decide=lambda X: runtime_outputs(loaded, X, "label"), code_vars=code_vars,
+                                  enc=enc), 1
+        from fairspec.backends.boolean.split_points import in_raw_units
+
+        # each numeric cut read on the raw values the runtime feeds below / above it, not its rounded image
+        est, cols = in_raw_units(est, cols, enc, fs)
         name = f"{name} compiled into one decision tree ({est.tree_.n_leaves} leaves)"
     if hasattr(est, "tree_") and hasattr(est, "classes_"):
         from fairspec.backends.boolean.forms import tree_from_sklearn, tree_split_points

@@ -43,6 +43,10 @@ class CaseSet:
     lo, hi:  (P, m) the offset box (the delta, clipped to the feature's domain).
     integer: (m,) offsets that must be whole numbers.
     cls:     (P,) true class 0/1.
+    raw, feeds: (P, m) the moving features' values at the centres and, per moving column, values -> the
+             model inputs the runtime's encoder gives them: the point at offset D is then fed as the
+             encoder feeds x + D (``(v + d - mean) / std``), not as ``u0 + scale * d``, which differs by a
+             rounding -- one a split can lie between (None: ``u0 + scale * d``).
     """
 
     net: PLNet
@@ -54,6 +58,14 @@ class CaseSet:
     hi: np.ndarray
     integer: np.ndarray
     cls: np.ndarray
+    raw: np.ndarray | None = None
+    feeds: tuple | None = None
+
+    def at(self, i: int, j: int, d: float) -> float:
+        """Moving column j's model input at case i's offset d (as :meth:`inputs` gives it)."""
+        if self.feeds is None:
+            return float(self.U[i, self.cols[j]] + self.scale[j] * d)
+        return float(self.feeds[j](np.array([self.raw[i, j] + d]))[0])
 
     @property
     def P(self) -> int:
@@ -64,7 +76,13 @@ class CaseSet:
         idx = np.asarray(idx)
         X = self.U[idx].copy()
         Xp = self.Up[idx].copy()
-        if len(self.cols):
+        if len(self.cols) and self.feeds is not None:
+            D = np.asarray(D, dtype=np.float64).reshape(len(idx), len(self.cols))
+            for j, c in enumerate(self.cols):
+                u = self.feeds[j](np.asarray(self.raw[idx, j], dtype=np.float64) + D[:, j])
+                X[:, c] = u
+                Xp[:, c] = u
+        elif len(self.cols):
             X[:, self.cols] += D * self.scale
             Xp[:, self.cols] += D * self.scale
         return X, Xp

@@ -41,9 +41,10 @@ def _left(t: Tree, k: int, v: float) -> bool:
     return v < c if t.strict else v <= c
 
 
-def _reach(t: Tree, u: np.ndarray, pos: dict, s, dlo, dhi):
+def _reach(t: Tree, u: np.ndarray, pos: dict, s, dlo, dhi, at=None):
     """Leaves of tree t reachable from base input u over the offset box, and the topmost
-    straddling split as (node, offset index) or None."""
+    straddling split as (node, offset index) or None. ``at(j, d)``: moving column j's input at
+    offset d (the encoder's feed of x + d); default ``u + s * d``."""
     leaves, first = [], None
     stack = [0]
     L, R, F = t.left, t.right, t.feature
@@ -57,8 +58,8 @@ def _reach(t: Tree, u: np.ndarray, pos: dict, s, dlo, dhi):
         if j is None:
             stack.append(int(L[k]) if _left(t, k, u[f]) else int(R[k]))
             continue
-        gl = _left(t, k, u[f] + s[j] * dlo[j])
-        gr = not _left(t, k, u[f] + s[j] * dhi[j])
+        gl = _left(t, k, u[f] + s[j] * dlo[j] if at is None else at(j, dlo[j]))
+        gr = not _left(t, k, u[f] + s[j] * dhi[j] if at is None else at(j, dhi[j]))
         if gl and gr and first is None:
             first = (k, j)
         if gr:
@@ -68,8 +69,23 @@ def _reach(t: Tree, u: np.ndarray, pos: dict, s, dlo, dhi):
     return leaves, first
 
 
-def _cut(t: Tree, k: int, base: float, s: float, lo: float, hi: float, integer: bool) -> tuple[float, float]:
-    """(largest offset still going left, smallest going right) inside [lo, hi]."""
+def _cut(t: Tree, k: int, base: float, s: float, lo: float, hi: float, integer: bool, at=None) -> tuple[float, float]:
+    """(largest offset still going left, smallest going right) inside [lo, hi]; ``at(d)``: the input at
+    offset d (default ``base + s * d``)."""
+    if at is not None:
+        def go(d):
+            return _left(t, k, at(d))
+        a, b = (int(np.ceil(lo)), int(np.floor(hi))) if integer else (float(lo), float(hi))
+        if not integer:
+            d = min(max((t.threshold[k] - base) / s, a), b)
+            a, b = (d, b) if go(d) else (a, d)
+        while (b - a > 1) if integer else (a < a + (b - a) / 2.0 < b):
+            mid = (a + b) // 2 if integer else a + (b - a) / 2.0
+            if go(mid):
+                a = mid
+            else:
+                b = mid
+        return float(a), float(b)
     if integer:
         a, b = int(np.ceil(lo)), int(np.floor(hi))          # _left(a) true, _left(b) false
         while b - a > 1:
@@ -100,7 +116,7 @@ def _cut(t: Tree, k: int, base: float, s: float, lo: float, hi: float, integer: 
 
 
 def cells(ens: TreeEnsemble, U: np.ndarray, Up: np.ndarray, cols, scale, lo, hi, integer, max_cells: int = 4096,
-          walk=None, fixed=None, leaves: bool = False):
+          walk=None, fixed=None, leaves: bool = False, at=None):
     """Every cell of one case: a list of (offset point D, S(x + D), S(x' + D)) -- S the float64 sum
     of the leaves, not the library's --, with ``leaves`` also the leaf of each walked tree on x + D
     and on x' + D; raises OverflowError past ``max_cells``. ``walk``: indices of the trees to walk
@@ -120,7 +136,7 @@ def cells(ens: TreeEnsemble, U: np.ndarray, Up: np.ndarray, cols, scale, lo, hi,
             got = []
             for ti in walk:
                 t = ens.trees[ti]
-                lv, first = _reach(t, u, pos, s, dlo, dhi)
+                lv, first = _reach(t, u, pos, s, dlo, dhi, at)
                 if first is not None and split is None:
                     split = (t, first[0], first[1], u)
                 vals[ti] = t.value[lv[0]]
@@ -135,7 +151,8 @@ def cells(ens: TreeEnsemble, U: np.ndarray, Up: np.ndarray, cols, scale, lo, hi,
                 raise OverflowError
             continue
         t, k, j, u = split
-        a, b = _cut(t, k, float(u[int(t.feature[k])]), float(s[j]), dlo[j], dhi[j], bool(integer[j]))
+        a, b = _cut(t, k, float(u[int(t.feature[k])]), float(s[j]), dlo[j], dhi[j], bool(integer[j]),
+                    None if at is None else (lambda d, j=j: at(j, d)))
         left_hi = dhi.copy()
         left_hi[j] = a
         right_lo = dlo.copy()
@@ -192,7 +209,8 @@ def analyse_trees(cs, *, score, replay, max_cells: int = 4096, rb_rows=None, dec
     for i in range(P):
         try:
             cl = cells(ens, cs.U[i], cs.Up[i], cs.cols, cs.scale, cs.lo[i], cs.hi[i], integer, max_cells,
-                       walk=walk, fixed=(fx[i], fp[i]), leaves=True)
+                       walk=walk, fixed=(fx[i], fp[i]), leaves=True,
+                       at=None if cs.feeds is None else (lambda j, d, i=i: cs.at(i, j, d)))
         except OverflowError:
             per_case.append(None)
             continue

@@ -31,15 +31,17 @@ from fairspec.syntax.literals import number as _spec_number  # a spec number, re
 __all__ = ["fold", "prune", "instant_verdict", "cuts_by_feature", "vary_trees"]
 
 
-def _int_cut(tree: Tree, node: int, scale: float, shift: float, lo: float, hi: float) -> float:
-    """The largest integer v with ``go_left(scale * v + shift)`` (lo - 1 if none, hi if all)."""
+def _int_cut(tree: Tree, node: int, scale: float, shift: float, lo: float, hi: float, feed=None) -> float:
+    """The largest integer v with ``go_left(scale * v + shift)`` (lo - 1 if none, hi if all); with ``feed``
+    (value -> the model input the runtime's encoder gives it), ``go_left(feed(v))``."""
     t = tree.threshold[node]
     guess = math.floor((t - shift) / scale) if scale != 0 else lo
     guess = min(max(guess, lo - 1), hi)
     c = guess
     # walk to the exact boundary (float rounding makes the guess off by at most one or two)
     def left(v):
-        return bool(tree.go_left(node, np.array([v * scale + shift]))[0])
+        u = feed(np.array([float(v)])) if feed is not None else np.array([v * scale + shift])
+        return bool(tree.go_left(node, u)[0])
     while c >= lo and not left(c):
         c -= 1
     while c + 1 <= hi and left(c + 1):
@@ -47,8 +49,43 @@ def _int_cut(tree: Tree, node: int, scale: float, shift: float, lo: float, hi: f
     return float(max(c, lo - 1))
 
 
-def fold(ens: TreeEnsemble, lo, hi, integer, scale=None, shift=None) -> TreeEnsemble:
-    """The ensemble over feature space ``v`` (model input ``u = scale * v + shift``), pruned."""
+def _key(x: float) -> int:
+    i = int(np.array([x], dtype=np.float64).view(np.int64)[0])
+    return i if i >= 0 else -(i & 0x7FFFFFFFFFFFFFFF)
+
+
+def _from_key(k: int) -> float:
+    i = k if k >= 0 else (-k) | (-0x8000000000000000)
+    return float(np.array([i], dtype=np.int64).view(np.float64)[0])
+
+
+def _real_cut(tree: Tree, node: int, feed, lo: float, hi: float) -> float:
+    """The largest float64 v in [lo, hi] with ``go_left(feed(v))`` (the float below lo if none, hi if all):
+    the encoder and the library's comparison are monotone in v, so a bisection over the floats finds it."""
+    def left(v):
+        return bool(tree.go_left(node, feed(np.array([v])))[0])
+
+    if not left(lo):
+        return float(np.nextafter(lo, -np.inf))
+    if left(hi):
+        return float(hi)
+    ka, kb = _key(lo), _key(hi)
+    while kb - ka > 1:
+        mid = (ka + kb) // 2
+        if left(_from_key(mid)):
+            ka = mid
+        else:
+            kb = mid
+    return _from_key(ka)
+
+
+def fold(ens: TreeEnsemble, lo, hi, integer, scale=None, shift=None, feeds=None) -> TreeEnsemble:
+    """The ensemble over feature space ``v`` (model input ``u = scale * v + shift``), pruned. ``feeds``:
+    input -> (values -> the model inputs the runtime's encoder gives them); such an input's splits are
+    decided on those feeds (``c`` the largest value sent left), not on ``scale * v + shift`` nor on the
+    rounded inverse ``(t - shift) / scale``: ``standard(mean = 37.3, std = 13.7)`` feeds 60 as
+    (60 - 37.3) / 13.7, which a threshold one float below sends right, where 60 / 13.7 - 37.3 / 13.7 did not."""
+    feeds = feeds or {}
     n = ens.n_inputs
     scale = np.ones(n) if scale is None else np.asarray(scale, dtype=np.float64)
     shift = np.zeros(n) if shift is None else np.asarray(shift, dtype=np.float64)
@@ -65,8 +102,10 @@ def fold(ens: TreeEnsemble, lo, hi, integer, scale=None, shift=None) -> TreeEnse
 
                 raise UnsupportedModel("scaling", f"input {f}", "a decreasing scaling of a tree's input is not supported")
             if integer[f] or scale[f] == 0:
-                thr[k] = _int_cut(t, k, scale[f], shift[f], lo[f], hi[f]) if scale[f] != 0 else \
+                thr[k] = _int_cut(t, k, scale[f], shift[f], lo[f], hi[f], feeds.get(f)) if scale[f] != 0 else \
                     (hi[f] if t.go_left(k, np.array([shift[f]]))[0] else lo[f] - 1)
+            elif f in feeds and np.isfinite(lo[f]) and np.isfinite(hi[f]):
+                thr[k] = _real_cut(t, k, feeds[f], float(lo[f]), float(hi[f]))
             else:
                 thr[k] = (t.threshold[k] - shift[f]) / scale[f]
                 strict[k] = t.strict
