@@ -13,7 +13,9 @@ offset of each eligible case -- the feature values moved, then encoded by fairsp
 encoder (``(v - lo) / span``, not the solver's ``u0 + scale * d``) and scored by the loaded model --
 so each case is ``proved`` (certify compared every element) or ``refuted`` (the first offset that
 breaks it, an exact runtime witness), overriding the solvers' float answers. Cases beyond the
-evaluation budget (:data:`MAX_EVALUATIONS`) keep a solver's replayed refutation; a solver's
+evaluation budget (:data:`MAX_EVALUATIONS`), or whose moving feature is real, keep a refutation only where
+feature values next to its witness, encoded by the runtime encoder, refute too (that runtime pair becomes the
+witness; the witness ``u0 + scale * d`` may be an input no feature value encodes to); a solver's
 ``proved`` there is ``unknown`` ("not certified"). :func:`verdict_proof` then mints the verdict's
 Proof: ``enumeration`` of every proved case's offsets (and, for a share claim, the exact
 comparison of the share, ``exact-arithmetic``).
@@ -117,7 +119,7 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
         res.eligible, res.pred_x, res.pred_p = now, dx.astype(int), dp.astype(int)
     rb_pos = {} if rb_rows is None else {int(r): k for k, r in enumerate(np.asarray(rb_rows).reshape(-1))}
     done: set = set()
-    flip_uncertified = batched = 0
+    flip_uncertified = batched = unrealized = 0
     for i in range(P):
         st = res.observed[i]
         if st == "excluded":
@@ -130,6 +132,8 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
             if recheck and res.flipped[i] == "proved":
                 res.flipped[i], res.stage_flip[i] = "unknown", "not certified"
                 flip_uncertified += 1
+            unrealized += _realized_refutations(res, i, values_x, values_p, moving, lo, hi, integer, int(cls[i]),
+                                                enc, score, decide, spread)
             continue
         size = len(D)
         evidence.budget -= 2 * size
@@ -159,6 +163,10 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
         res.f_obs[i] = sigma * (a[j] - b[j])
     rb_left = _robust_rest(res, done, rb_pos, cls, moving, integer, lo, hi, values_x, values_p, enc, score, decide,
                            evidence) if recheck else 0
+    if unrealized:
+        res.notes.append(f"{unrealized} refutations rested on a model input no value of the moving features encodes to "
+                         "(the solver's or the tree cells' offset put on the encoded input, u0 + scale * d), and no "
+                         "feature value next to it refutes on the runtime encoding: they are unknown")
     if batched:
         from fairspec.models.batching import BATCHED
 
@@ -170,6 +178,95 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
     if flip_uncertified or rb_left:
         res.notes.append(f"{flip_uncertified} flipped-setting and {rb_left} robustness statuses of the solvers (their "
                          "decision g > 0, not the model's own rule) could not be checked on the runtime and are unknown")
+
+
+#: feature values tried per moving feature around a refutation's model input (its preimage and nearby floats)
+REALIZE_CANDIDATES = 9
+
+
+def _preimages(c, x: float, lo: float, hi: float, integer: bool) -> list:
+    """Feature values of the numeric column ``c`` within [lo, hi] whose runtime encoding is at or next to the
+    model input ``x``: the formula's inverse, the floats a few ulps either side, the box's ends when it lies
+    beyond them (whole numbers only for an int feature)."""
+    if c.kind == "minmax" and c.scale is not None:
+        v = (x - c.shift) / c.scale
+    elif c.kind == "minmax":
+        v = x * ((c.hi - c.lo) or 1.0) + c.lo
+    elif c.kind == "standard":
+        v = x * (c.std or 1.0) + c.mean
+    else:
+        v = x
+    cands = [v]
+    up = down = v
+    for _ in range(REALIZE_CANDIDATES // 2):
+        up, down = float(np.nextafter(up, np.inf)), float(np.nextafter(down, -np.inf))
+        cands += [up, down]
+    if integer:
+        cands = [float(round(v)), float(np.floor(v)), float(np.ceil(v))]
+    cands = [min(max(w, lo), hi) for w in cands]
+    return list(dict.fromkeys(w for w in cands if lo <= w <= hi and (not integer or float(w).is_integer())))
+
+
+def _realized_refutations(res, i, values_x, values_p, moving, lo, hi, integer, c, enc, score, decide, spread) -> int:
+    """Case i's refutations (observed, flipped) that were not enumerated: their witnesses are model inputs
+    ``u0 + scale * d`` (a solver's offset, a tree cell's representative), which no value of the moving
+    features may encode to (``standard(mean = 1000000.5, std = 1)``: the inputs near 0 are multiples of
+    2^-33, and a cell (2e-11, 4e-11] of a tree reached only by such an input refuted a verified point).
+    Each is re-decided at feature values next to the witness's (within the neighbourhood), encoded by
+    the runtime encoder: kept with that runtime pair as witness when one refutes, else ``unknown``.
+    Returns how many became unknown."""
+    from fairspec.runtime.encoding import encode
+
+    if not moving:
+        return 0
+    lost = 0
+    sigma = 1.0 if c == 1 else -1.0
+    settings = ((res.observed, res.stage_obs, res.witness_obs, True), (res.flipped, res.stage_flip, res.witness_flip,
+                                                                        False))
+    for status, stage, wit, observed in settings:
+        if status[i] != "refuted":
+            continue
+        w = wit.get(int(i))
+        found = None
+        if w is not None:
+            X = np.asarray(w[0], dtype=np.float64).reshape(-1)
+            lists = []
+            for k, name in enumerate(moving):
+                col = enc.column(name)
+                r = float(np.asarray(values_x[name])[i])
+                lists.append(_preimages(col, float(X[col.offset]), float(r + lo[i, k]), float(r + hi[i, k]),
+                                        bool(integer[k])))
+            combos = list(itertools.islice(itertools.product(*lists), 4096))
+            n = len(combos)
+            if n:
+                Xs = []
+                for values in (values_x, values_p):
+                    v = {f: np.repeat(np.asarray(col[i:i + 1]), n) for f, col in values.items()}
+                    for k, name in enumerate(moving):
+                        v[name] = np.array([cmb[k] for cmb in combos], dtype=np.float64)
+                    Xs.append(encode(enc, v, n))
+                both = np.concatenate(Xs)
+                g = np.asarray(score(both), dtype=np.float64).reshape(-1)
+                d = np.asarray(decide(both), dtype=np.int64).reshape(-1)
+                a, b, da, db = g[:n], g[n:], d[:n], d[n:]
+                cc = np.full(n, c)
+                fine = _fine(a, b, cc, da, db) if observed else _fine(b, a, cc, db, da)
+                near = np.zeros(n, dtype=bool) if spread is None else spread(both, a, b)
+                bad = np.flatnonzero(~fine & ~near)
+                if len(bad):
+                    j = int(bad[0])
+                    found = (Xs[0][j:j + 1], Xs[1][j:j + 1], sigma * (a[j] - b[j]))
+        if found is None:
+            status[i], stage[i] = "unknown", "runtime encoding"
+            wit.pop(int(i), None)
+            if observed:
+                res.f_obs[i] = np.nan
+            lost += 1
+        else:
+            wit[int(i)] = found[:2]
+            if observed:
+                res.f_obs[i] = found[2]
+    return lost
 
 
 def _flipped_status(res, i, X, Xp, a, b, c, da, db, near) -> None:
