@@ -19,7 +19,7 @@ import pytest
 sio = pytest.importorskip("skops.io")
 
 
-def _gap_tree(tmp_path, delta="0.25"):
+def _gap_tree(tmp_path, delta="0.25", inside_f=0.8):
     """A decision tree on (s, r_enc), r_enc = r - 1000000.5 (standard(mean = 1000000.5, std = 1) on r in
     [1000000, 1000001]): s = F scores 0.9 and s = M 0.8, except in the cell 2e-11 < r_enc <= 4e-11, where
     they swap. r_enc near 0 is a multiple of 2^-33 (1.2e-10): no value of r encodes into that cell."""
@@ -34,7 +34,7 @@ def _gap_tree(tmp_path, delta="0.25"):
             t.threshold[k] = 2e-11 if t.threshold[k] < 0.25 else 4e-11
     pts = np.array([[s, u] for s in (0, 1) for u in (1e-11, 3e-11, 5e-11)])
     for (s, u), leaf in zip(pts, est.apply(pts)):
-        p1 = (0.8 if u == 3e-11 else 0.9) if s == 0 else (0.9 if u == 3e-11 else 0.8)
+        p1 = (inside_f if u == 3e-11 else 0.9) if s == 0 else (0.9 if u == 3e-11 else 0.8)
         t.value[leaf, 0, :] = [1 - p1, p1]
     sio.dump(est, tmp_path / "m.skops")
     (tmp_path / "d.csv").write_text("s,r,lab\nF,1000000.5,yes\n")
@@ -74,7 +74,63 @@ def test_pba_tree_refutation_in_a_cell_no_feature_value_encodes_to_is_not_violat
     v = check(spec).verdicts[0]
     assert v.status != "violated", (v.status, v.reason)
     assert v.details["table"]["overall"]["observed"]["refuted"] == 0
-    assert any("no value of the moving features encodes to" in n for n in v.details.get("notes", ()))
+    row = v.details["table"]["rows"][0]            # robustness: no offset of r decides x otherwise
+    assert row["rb_observed_unknown"] == 1 or row["rb_observed"] == 1.0, row
+
+
+def test_pba_tree_robustness_in_a_cell_no_feature_value_encodes_to_is_not_refuted(tmp_path):
+    """The gap cell decides x (s = F) as class 0 (0.3): no value of r reaches it, every r decides x as 1 (0.9),
+    so x is robust; the tree cells read the cell's representative u0 + d and counted x's robustness refuted
+    (rb_observed 0, none unknown). Now each cell's representative is a value of r encoded by the runtime
+    encoder, and a cell it does not reach leaves the point unknown. Failed before the fix."""
+    from fairspec.pipeline import check
+
+    est, spec = _gap_tree(tmp_path, inside_f=0.3)
+    v = check(spec).verdicts[0]
+    assert v.status != "violated", (v.status, v.reason)
+    row = v.details["table"]["rows"][0]
+    assert row["rb_observed_unknown"] == 1 or row["rb_observed"] == 1.0, row
+
+
+def _gap_refutation(est, u):
+    """certify_cases' re-decision of one refuted case whose witness is the model input (s, u)."""
+    from types import SimpleNamespace
+
+    from fairspec import ir
+    from fairspec.backends.pba.certified import _realized_refutations
+
+    enc = ir.Encoding("F", "m", (ir.ColumnEncoding("s", "code", 0, 1, categories=("F", "M"), codes=(0.0, 1.0)),
+                                 ir.ColumnEncoding("r", "standard", 1, 1, mean=1000000.5, std=1.0)), 2)
+    res = SimpleNamespace(observed=np.array(["refuted"], dtype=object), stage_obs=np.array(["trees"], dtype=object),
+                          witness_obs={0: (np.array([[0.0, u]]), np.array([[1.0, u]]))}, f_obs=np.array([-0.1]),
+                          flipped=np.array(["excluded"], dtype=object), stage_flip=np.array([""], dtype=object),
+                          witness_flip={})
+    lost = _realized_refutations(res, 0, {"s": np.array([0]), "r": np.array([1000000.5])},
+                                 {"s": np.array([1]), "r": np.array([1000000.5])}, ["r"], np.array([[-0.25]]),
+                                 np.array([[0.25]]), np.array([False]), 1, enc,
+                                 lambda X: est.predict_proba(X)[:, 1], lambda X: est.predict(X), None)
+    return lost, res
+
+
+def test_pba_refutation_on_an_input_no_value_encodes_to_is_unknown(tmp_path):
+    """The solvers' (and the tree cells' default) witness u0 + scale * d = 3e-11 lies in the cell no r reaches:
+    re-decided at the values of r next to it (encoded 0, 2^-33, ...), none refutes -> unknown. Before the fix
+    the refutation stood (the PBA claim violated)."""
+    est, _spec = _gap_tree(tmp_path)
+    lost, res = _gap_refutation(est, 3e-11)
+    assert lost == 1 and res.observed[0] == "unknown" and not res.witness_obs
+
+
+def test_pba_refutation_a_value_reaches_keeps_a_runtime_witness(tmp_path):
+    est, _spec = _gap_tree(tmp_path)
+    t = est.tree_
+    t.threshold[t.threshold == 4e-11] = 4e-10
+    lost, res = _gap_refutation(est, 3e-11)
+    assert lost == 0 and res.observed[0] == "refuted"
+    X, Xp = res.witness_obs[0]
+    u = X[0, 1]
+    assert 2e-11 < u <= 4e-10 and (u + 1000000.5) - 1000000.5 == u     # a value of r encodes to it
+    assert est.predict_proba(X)[0, 1] < est.predict_proba(Xp)[0, 1]
 
 
 def test_pba_real_refutation_that_a_feature_value_reaches_is_kept(tmp_path):
