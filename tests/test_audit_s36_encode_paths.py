@@ -239,3 +239,41 @@ def test_encoding_forms_agree_with_brute_force_on_every_path(tmp_path, monkeypat
             assert p["status"] in (want, "unknown"), (post, using, p["status"], p.get("reason"), truth)
             if using is None:
                 assert p["status"] == want, (post, p.get("reason"))
+
+
+def test_pba_network_refutation_on_a_real_moving_feature_is_kept_with_a_runtime_witness(tmp_path):
+    """A logistic regression on (s, r_enc), r_enc = r - 1000000.5: s = M scores higher at every r, so x = F
+    (class 1) is refuted at every offset; the solvers' witness is re-decided at a value of r and kept (the
+    re-decision does not lose real refutations of networks)."""
+    import warnings
+
+    from sklearn.linear_model import LogisticRegression
+
+    from fairspec.pipeline import check
+
+    X = np.array([[0, 0.1], [1, 0.2], [0, -0.1], [1, 0.3]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = LogisticRegression().fit(X, [1, 1, 0, 0])
+    est.coef_, est.intercept_ = np.array([[0.5, 1.0]]), np.array([1.0])
+    sio.dump(est, tmp_path / "m.skops")
+    (tmp_path / "d.csv").write_text("s,r,lab\nF,1000000.5,yes\n")
+    spec = tmp_path / "p.fair"
+    spec.write_text(f'''data dd = csv("{tmp_path}/d.csv", label = lab == "yes")
+features F from dd {{
+  s : {{F, M}} protected
+  r : real in [1000000, 1000001]
+}}
+model m = sklearn("{tmp_path}/m.skops")
+# fairspec: ignore[FS427]
+encode F for m {{
+  s : code
+  r : standard(mean = 1000000.5, std = 1)
+}}
+property p {{
+  pba(m, flip s, around dd, delta {{r: 0.25}}) >= 1
+}}
+''')
+    v = check(spec).verdicts[0]
+    assert v.status == "violated", (v.status, v.reason)
+    assert v.details["table"]["overall"]["observed"]["refuted"] == 1
