@@ -277,3 +277,71 @@ property p {{
     v = check(spec).verdicts[0]
     assert v.status == "violated", (v.status, v.reason)
     assert v.details["table"]["overall"]["observed"]["refuted"] == 1
+
+
+KDISC_BANDS = """features F {{
+  a : int in [-6, -4] protected bins [-6]
+  g : {{A, B}} protected
+  b : bool
+}}
+model m = sklearn("m.skops")
+# fairspec: ignore[FS427]
+encode F for m {{
+  a : raw
+  g : code {{A = 0.0, B = -1.0}}
+  b : raw
+}}
+property p {{
+  k_discrimination(m, over {{a, g}}, eps = 0.1) < {claim}
+  search annealing for 2s
+}}
+"""
+
+
+def test_search_band_of_one_value_is_searched_at_that_value():
+    """A band holding one value of the domain (bins [-6] on int in [-6, -4]: the band [-6, -6]) has no gene, and
+    the search's random states left its representative at 0, outside the band and the domain. Failed before."""
+    from fairspec.backends.search.space import Box, Protected, Space
+
+    box = Box.make(np.array([-6.0, 0.0]), np.array([-4.0, 1.0]), np.array([True, True]), ())
+    space = Space(box, (Protected.banded(0, [(-6.0, -6.0), (-5.0, -4.0)], "a"),
+                        Protected((1,), ((0.0,), (1.0,)), (), "g")))
+    S = space.sample(np.random.default_rng(0), 64)
+    reps = S[:, space.d:]
+    assert (reps[:, 0] == -6.0).all() and ((reps[:, 1] >= -5) & (reps[:, 1] <= -4)).all(), reps[:4]
+
+
+@pytest.mark.parametrize("claim", [2, 3])
+def test_kdisc_band_of_one_value_enumeration_off_agrees_with_brute_force(tmp_path, monkeypatch, claim):
+    """k-discrimination over a banded int feature (a band of one value) and a code table {A = 0, B = -1}, the
+    enumeration off (the search): max k is 2 by brute force (every band choice, buckets floor(p / 0.1), the
+    last one closed). `< 2` is violated; before the fix the search counted counterfactuals at a = 0 (outside
+    the domain), found a k = 4 'individual' and refused it as no domain point: unknown. Failed before."""
+    import math
+    import warnings
+    from fractions import Fraction
+
+    from sklearn.linear_model import LogisticRegression
+
+    from fairspec import api
+
+    X = np.array([[a, c, b] for a in (-6, -5, -4) for c in (0.0, -1.0) for b in (0, 1)], dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = LogisticRegression().fit(X, np.arange(len(X)) % 2)
+    m.coef_, m.intercept_ = np.array([[0.25, -0.25, -0.25]]), np.array([-0.75])
+    sio.dump(m, tmp_path / "m.skops")
+    ks = []
+    for b in (0, 1):
+        for a1 in (-5, -4):
+            p = m.predict_proba(np.array([[a, c, b] for a in (-6, a1) for c in (0.0, -1.0)], dtype=float))[:, 1]
+            ks.append(len({min(math.floor(Fraction(float(x)) / Fraction("0.1")), 9) for x in p}))
+    assert max(ks) == 2
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    (tmp_path / "s.fair").write_text(KDISC_BANDS.format(claim=claim))
+    (p,) = api.check(str(tmp_path / "s.fair")).to_dict()["properties"]
+    if claim == 2:
+        assert p["status"] == "violated", p.get("reason")
+    else:
+        assert p["status"] in ("holds", "unknown"), p.get("reason")
+        assert p.get("value") is None or p["value"] <= 2, (p.get("value"), p.get("reason"))
