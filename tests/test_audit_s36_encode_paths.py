@@ -105,9 +105,9 @@ def _gap_refutation(est, u):
                           witness_obs={0: (np.array([[0.0, u]]), np.array([[1.0, u]]))}, f_obs=np.array([-0.1]),
                           flipped=np.array(["excluded"], dtype=object), stage_flip=np.array([""], dtype=object),
                           witness_flip={})
-    lost = _realized_refutations(res, 0, {"s": np.array([0]), "r": np.array([1000000.5])},
+    lost = _realized_refutations(res, [0], {"s": np.array([0]), "r": np.array([1000000.5])},
                                  {"s": np.array([1]), "r": np.array([1000000.5])}, ["r"], np.array([[-0.25]]),
-                                 np.array([[0.25]]), np.array([False]), 1, enc,
+                                 np.array([[0.25]]), np.array([False]), np.array([1]), enc,
                                  lambda X: est.predict_proba(X)[:, 1], lambda X: est.predict(X), None)
     return lost, res
 
