@@ -242,8 +242,18 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
             # a tree model: each point decided exactly over its neighbourhood's leaf combinations
             from fairspec.backends.trees.pba import analyse_trees
 
+            def encode_at(idx, D, vals=(vals_x, vals_p)):
+                """Model inputs of cases idx moved by offsets D, the moved values encoded by the runtime."""
+                out = []
+                for side in vals:
+                    v = {f: np.asarray(col)[idx] for f, col in side.items()}
+                    for k, name in enumerate(moving):
+                        v[name] = v[name].astype(np.float64) + D[:, k]
+                    out.append(encode(enc, v, len(idx)))
+                return out[0], out[1]
+
             res = analyse_trees(cs, score=raw_score, replay=replay, decide=decide, rb_rows=first_case,
-                                max_cells=int(opts.get("max_cells", 4096)))
+                                max_cells=int(opts.get("max_cells", 4096)), encode_at=encode_at)
         else:
             res = analyse(cs, score=score, replay=replay, mode=mode, engine=engine,
                           time_limit=max(1.0, 0.75 * per_flip), case_limit=min(10.0, max(0.5, per_flip / 10)),

@@ -13,7 +13,9 @@ offset of each eligible case -- the feature values moved, then encoded by fairsp
 encoder (``(v - lo) / span``, not the solver's ``u0 + scale * d``) and scored by the loaded model --
 so each case is ``proved`` (certify compared every element) or ``refuted`` (the first offset that
 breaks it, an exact runtime witness), overriding the solvers' float answers. Cases beyond the
-evaluation budget (:data:`MAX_EVALUATIONS`) keep a solver's replayed refutation; a solver's
+evaluation budget (:data:`MAX_EVALUATIONS`), or whose moving feature is real, keep a refutation only where
+feature values next to its witness, encoded by the runtime encoder, refute too (that runtime pair becomes the
+witness; the witness ``u0 + scale * d`` may be an input no feature value encodes to); a solver's
 ``proved`` there is ``unknown`` ("not certified"). :func:`verdict_proof` then mints the verdict's
 Proof: ``enumeration`` of every proved case's offsets (and, for a share claim, the exact
 comparison of the share, ``exact-arithmetic``).
@@ -129,6 +131,7 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
         res.witness_flip.pop(int(i), None)
         res.f_obs[i] = np.nan
         batched += 1
+    pending = []                  # refutations not enumerated: re-decided below, in one batch
     for i in range(P):
         st = res.observed[i]
         if st == "excluded":
@@ -141,6 +144,7 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
             if recheck and res.flipped[i] == "proved":
                 res.flipped[i], res.stage_flip[i] = "unknown", "not certified"
                 flip_uncertified += 1
+            pending.append(i)
             continue
         size = len(D)
         evidence.budget -= 2 * size
@@ -180,6 +184,22 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
 
         res.notes.append(f"{res.rb_batched} robustness statuses are unknown: an offset's decision lies within the "
                          f"runtime's rounding of the threshold, and {BATCHED}")
+    for i in pending:
+        if centre_near[i]:
+            # a refutation not enumerated, at a centre whose decision (eligibility) rests on one batch: unknown
+            hit = False
+            for status, stage, wit in ((res.observed, res.stage_obs, res.witness_obs),
+                                       (res.flipped, res.stage_flip, res.witness_flip)):
+                if status[i] == "refuted":
+                    status[i], stage[i], hit = "unknown", "runtime rounding", True
+                    wit.pop(int(i), None)
+            batched += hit
+    unrealized = _realized_refutations(res, pending, values_x, values_p, moving, lo, hi, integer, cls, enc, score,
+                                       decide, spread)
+    if unrealized:
+        res.notes.append(f"{unrealized} refutations rested on a model input no value of the moving features encodes to "
+                         "(the solver's or the tree cells' offset put on the encoded input, u0 + scale * d), and no "
+                         "feature value next to it refutes on the runtime encoding: they are unknown")
     if batched:
         from fairspec.models.batching import BATCHED
 
@@ -191,6 +211,111 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
     if flip_uncertified or rb_left:
         res.notes.append(f"{flip_uncertified} flipped-setting and {rb_left} robustness statuses of the solvers (their "
                          "decision g > 0, not the model's own rule) could not be checked on the runtime and are unknown")
+
+
+#: feature values tried per moving feature around a refutation's model input (its preimage and nearby floats):
+#: this many for one moving feature, REALIZE_CANDIDATES_MANY each for several
+REALIZE_CANDIDATES = 9
+REALIZE_CANDIDATES_MANY = 3
+
+
+def _preimages(c, x: float, lo: float, hi: float, integer: bool, count: int) -> list:
+    """Feature values of the numeric column ``c`` within [lo, hi] whose runtime encoding is at or next to the
+    model input ``x``: the formula's inverse and the floats a few ulps either side, clipped into the box
+    (whole numbers only for an int feature)."""
+    if c.kind == "minmax" and c.scale is not None:
+        v = (x - c.shift) / c.scale
+    elif c.kind == "minmax":
+        v = x * ((c.hi - c.lo) or 1.0) + c.lo
+    elif c.kind == "standard":
+        v = x * (c.std or 1.0) + c.mean
+    else:
+        v = x
+    if integer:
+        cands = [float(round(v)), float(np.floor(v)), float(np.ceil(v))]
+    else:
+        cands = [v]
+        up = down = v
+        for _ in range(count // 2):
+            up, down = float(np.nextafter(up, np.inf)), float(np.nextafter(down, -np.inf))
+            cands += [up, down]
+    cands = [min(max(w, lo), hi) for w in cands]
+    return list(dict.fromkeys(w for w in cands if lo <= w <= hi and (not integer or float(w).is_integer())))
+
+
+def _realized_refutations(res, cases, values_x, values_p, moving, lo, hi, integer, cls, enc, score, decide,
+                          spread) -> int:
+    """The refutations (observed, flipped) of ``cases`` that were not enumerated: their witnesses are model
+    inputs ``u0 + scale * d`` (a solver's offset, a tree cell's representative), which no value of the moving
+    features may encode to (``standard(mean = 1000000.5, std = 1)``: the inputs near 0 are multiples of
+    2^-33, and a cell (2e-11, 4e-11] of a tree reached only by such an input refuted a verified point).
+    Each is re-decided at feature values next to the witness's (within the neighbourhood), encoded by the
+    runtime encoder, all in one batch: kept with the first such runtime pair that refutes as its witness,
+    else ``unknown``. Returns how many became unknown."""
+    from fairspec.runtime.encoding import encode
+
+    jobs = []                      # (case, setting, first row, rows)
+    rows_x: dict = {f: [] for f in values_x}
+    rows_p: dict = {f: [] for f in values_p}
+    settings = ((res.observed, res.stage_obs, res.witness_obs, True),
+                (res.flipped, res.stage_flip, res.witness_flip, False))
+    count = REALIZE_CANDIDATES if len(moving) == 1 else REALIZE_CANDIDATES_MANY
+    n = 0
+    for i in cases:
+        for si, (status, _stage, wit, _obs) in enumerate(settings):
+            if status[i] != "refuted":
+                continue
+            w = wit.get(int(i))
+            combos = []
+            if w is not None and moving:
+                X = np.asarray(w[0], dtype=np.float64).reshape(-1)
+                lists = []
+                for k, name in enumerate(moving):
+                    col = enc.column(name)
+                    r = float(np.asarray(values_x[name])[i])
+                    lists.append(_preimages(col, float(X[col.offset]), float(r + lo[i, k]), float(r + hi[i, k]),
+                                            bool(integer[k]), count))
+                combos = list(itertools.islice(itertools.product(*lists), 4096))
+            jobs.append((i, si, n, len(combos)))
+            for values, rows in ((values_x, rows_x), (values_p, rows_p)):
+                for f, col in values.items():
+                    rows[f].append(np.repeat(np.asarray(col[i:i + 1]), len(combos)))
+                for k, name in enumerate(moving):
+                    rows[name][-1] = np.array([cmb[k] for cmb in combos], dtype=np.float64)
+            n += len(combos)
+    if not jobs:
+        return 0
+    if n:
+        Xs = [encode(enc, {f: np.concatenate(v) for f, v in rows.items()}, n) for rows in (rows_x, rows_p)]
+        both = np.concatenate(Xs)
+        g = np.asarray(score(both), dtype=np.float64).reshape(-1)
+        d = np.asarray(decide(both), dtype=np.int64).reshape(-1)
+        a, b, da, db = g[:n], g[n:], d[:n], d[n:]
+        near = np.zeros(n, dtype=bool) if spread is None else np.asarray(spread(both, a, b), dtype=bool)
+    lost = 0
+    for i, si, first, m in jobs:
+        status, stage, wit, observed = settings[si]
+        c = int(cls[i])
+        found = None
+        if m:
+            sl = slice(first, first + m)
+            cc = np.full(m, c)
+            fine = _fine(a[sl], b[sl], cc, da[sl], db[sl]) if observed else _fine(b[sl], a[sl], cc, db[sl], da[sl])
+            bad = np.flatnonzero(~fine & ~near[sl])
+            if len(bad):
+                j = first + int(bad[0])
+                found = (Xs[0][j:j + 1], Xs[1][j:j + 1], (1.0 if c == 1 else -1.0) * (a[j] - b[j]))
+        if found is None:
+            status[i], stage[i] = "unknown", "runtime encoding"
+            wit.pop(int(i), None)
+            if observed:
+                res.f_obs[i] = np.nan
+            lost += 1
+        else:
+            wit[int(i)] = found[:2]
+            if observed:
+                res.f_obs[i] = found[2]
+    return lost
 
 
 def _flipped_status(res, i, X, Xp, a, b, c, da, db, near, centre_near: bool = False) -> None:

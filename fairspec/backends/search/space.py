@@ -302,6 +302,11 @@ class Space:
             X[np.arange(n), cols[rng.integers(0, len(cols), n)]] = 1.0
         S = np.zeros((n, self.width), dtype=np.float64)
         S[:, : self.d] = X
+        for p, cols in zip(self.protected, self._band_cols):
+            # a band of one value inside the domain has no gene: its representative is that value (it was
+            # left at 0, outside the band: `int in [-6, -4] bins [-6]` searched counterfactuals at a = 0)
+            for (a, b), c in zip(p.bands, cols):
+                S[:, c] = self._band_range(p.index[0], a, b)[0]
         for gene in self.genes:
             if gene.kind in ("band",):
                 S[:, gene.cols[0]] = self._uniform(rng, n, gene)

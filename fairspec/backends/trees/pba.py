@@ -170,12 +170,17 @@ def _library(fn, X, chunk: int = 65536) -> np.ndarray:
                            for k in range(0, len(X), chunk)])
 
 
-def analyse_trees(cs, *, score, replay, max_cells: int = 4096, rb_rows=None, decide=None):
+def analyse_trees(cs, *, score, replay, max_cells: int = 4096, rb_rows=None, decide=None, encode_at=None):
     """The tree counterpart of :func:`fairspec.backends.pba.core.analyse` (same Analysis).
 
     ``score``: X -> the model's score as its library computes it; ``decide``: X -> its 0/1
     decisions (its predict); ``replay``: the score on the independent evaluator (witnesses).
-    Without ``decide``, ``score`` and ``replay`` are ``g`` (class 1 iff ``g > 0``)."""
+    Without ``decide``, ``score`` and ``replay`` are ``g`` (class 1 iff ``g > 0``). ``encode_at``:
+    (cases, offsets D) -> the model inputs (x + D, x' + D) as the runtime encodes the moved feature
+    values (default ``cs.inputs``: ``u0 + scale * D`` on the encoded input, which no feature value may
+    encode to -- ``standard(mean = 1000000.5, std = 1)`` feeds inputs near 0 in steps of 2^-33, so a
+    cell between two thresholds 2e-11 apart holds no point of the domain): each cell's representative
+    is then a domain point, and a cell whose representative reaches other leaves leaves its case unknown."""
     from fairspec.backends.pba.core import Analysis, keep_replayed
 
     t0 = time.perf_counter()
@@ -221,7 +226,8 @@ def analyse_trees(cs, *, score, replay, max_cells: int = 4096, rb_rows=None, dec
     # the library at every cell's representative point, in one batch per copy
     idx = np.concatenate(reps) if reps else np.zeros((0, 2), dtype=np.int64)
     Dall = (np.concatenate([pc[0] for pc in per_case if pc is not None]) if reps else np.zeros((0, m)))
-    X, Xp = cs.inputs(idx[:, 0].astype(np.int64), Dall) if len(idx) else (cs.U[:0], cs.Up[:0])
+    at_inputs = cs.inputs if encode_at is None else encode_at
+    X, Xp = at_inputs(idx[:, 0].astype(np.int64), Dall) if len(idx) else (cs.U[:0], cs.Up[:0])
     both = np.concatenate([X, Xp])
     s_all, d_all = _library(score, both), _library(decide, both).astype(int)
     trees = [ens.trees[k] for k in walk]
