@@ -488,3 +488,24 @@ def test_network_k3_logits_index_prob_without_class_is_refused(tmp_path, monkeyp
     (tmp_path / "s.fair").write_text(PROB_SPEC.format(model=model, cls=", 0", using=using))
     (p,) = _check(tmp_path / "s.fair", "", monkeypatch)["properties"]
     assert p["status"] == ("holds" if not using else "unknown"), p
+
+
+def test_fs439_reads_two_logits_index_0_by_the_argmax(tmp_path, monkeypatch):
+    """skl2onnx LogisticRegression with raw scores [-z, z], z = a - 1 + g/4, read as output = "probabilities", index = 0,
+    score = logit: at a = 1, g = 0 the scores tie at [0, 0]; the graph's label, the argmax and LoadedModel.decide all say
+    class 0. FS439 read the tie as y0 - y1 > 0 ("class 1") and warned the node's label disagrees with label(m(x)):
+    untrue. Now no FS439, and the verdict stays violated (the label flips with g at a = 1)."""
+    pytest.importorskip("onnxruntime")
+    skl2onnx = pytest.importorskip("skl2onnx")
+    from sklearn.linear_model import LogisticRegression
+
+    G = GRID.astype(np.float32)
+    lr = LogisticRegression().fit(G, (G[:, 0] >= 2).astype(int))
+    lr.coef_, lr.intercept_ = np.array([[1.0, 0.25]]), np.array([-1.0])
+    onx = skl2onnx.to_onnx(lr, G[:1], options={id(lr): {"zipmap": False, "raw_scores": True}}, target_opset=15)
+    (tmp_path / "m.onnx").write_bytes(onx.SerializeToString())
+    (tmp_path / "s.fair").write_text(ONNX_SPEC.format(top=3, index=0).replace(
+        'onnx("m.onnx", index = 0)', 'onnx("m.onnx", output = "probabilities", index = 0, score = logit)'))
+    rep = _check(tmp_path / "s.fair", "", monkeypatch)
+    assert "FS439" not in [d["code"] for d in rep["diagnostics"]], rep["diagnostics"]
+    assert [p["status"] for p in rep["properties"]] == ["violated"], rep
