@@ -359,3 +359,153 @@ def test_sklearn_multiclass_index_prob_without_class_is_refused(tmp_path, monkey
     (tmp_path / "s.fair").write_text(spec.replace("POST", f"|prob(m(x), 1) - prob(m(x'), 1)| <= {top + 0.005!r}"))
     (p,) = _check(tmp_path / "s.fair", "", monkeypatch)["properties"]
     assert p["status"] == "holds", p
+
+
+# ---- review r5: the data backend reads index = i by the argmax too --------------------------------------------------
+
+DATA_FLIP_SPEC = """data d = csv("d.csv", label = y == 1)
+features F from d {{
+  a : int in [0, 3]
+  g : int in [0, 1] protected
+}}
+model m = {model}
+encode F for m {{
+  a : raw
+  g : raw
+}}
+property lb {{
+  forall x, x' : F
+  require x.* == x'.* except {{g}}
+  ensure label(m(x)) == label(m(x'))
+  using data
+}}
+"""
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_data_flips_read_index_by_the_argmax_at_a_tie(tmp_path, monkeypatch, k):
+    """Logits [a, 0.75 + g/4] (k = 3: and -10), index = 0, data = the 8 domain points: at a = 1 the rows give [1, 0.75]
+    and [1, 1], class 0 both (the first maximal column), so no row flips and the truth is holds. Before, the data
+    backend compared y_0 - max_j y_j > 0 (batching.decides_by_score was True for an argmax decision), called the tie
+    "not class 0" and said `violated` (2 of 8 rows, a replayed witness by the same rule)."""
+    ort = pytest.importorskip("onnxruntime")
+    _gemm_onnx(tmp_path / "m.onnx", np.array([[1.0, 0.0, 0.0], [0.0, 0.25, 0.0]])[:, :k],
+               np.array([0.0, 0.75, -10.0])[:k])
+    y = ort.InferenceSession(str(tmp_path / "m.onnx")).run(None, {"x": GRID.astype(np.float32)})[0]
+    assert not _pairs_differ(np.argmax(y, axis=1) == 0)
+    (tmp_path / "d.csv").write_text("a,g,y\n" + "".join(f"{int(a)},{int(g)},{int(a) % 2}\n" for a, g in GRID))
+    (tmp_path / "s.fair").write_text(DATA_FLIP_SPEC.format(model='onnx("m.onnx", index = 0)'))
+    (p,) = _check(tmp_path / "s.fair", "", monkeypatch)["properties"]
+    assert p["status"] == "unknown" and "no counterfactual flip" in p["reason"], p
+
+
+def test_torch_group_metric_reads_index_by_the_argmax_at_a_tie(tmp_path, monkeypatch):
+    """torch logits [a, 1 + g/4], index = 0, 50 rows per domain point: the argmax says class 0 at the exact tie a = 1,
+    g = 0, so the positives are 150 (g = 0) and 100 (g = 1), statistical parity 0.25. Before, the batch's decision was
+    y_0 - y_1 > 0 (100 and 100, value 0) and the re-decided tie rows were reported as a batch effect."""
+    torch = pytest.importorskip("torch")
+    lin = torch.nn.Linear(2, 2)
+    with torch.no_grad():
+        lin.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 0.25]]))
+        lin.bias.copy_(torch.tensor([0.0, 1.0]))
+    torch.jit.save(torch.jit.script(torch.nn.Sequential(lin).eval()), str(tmp_path / "m.pt"))
+    rows = np.repeat(GRID, 50, axis=0)
+    (tmp_path / "d.csv").write_text("a,g,y\n" + "".join(f"{int(a)},{int(g)},{i % 2}\n" for i, (a, g) in enumerate(rows)))
+    (tmp_path / "s.fair").write_text("""data d = csv("d.csv", label = y == 1)
+features F from d {
+  a : int in [0, 3]
+  g : int in [0, 1] protected
+}
+model m = torch("m.pt", index = 0, score = logit)
+encode F for m { a : raw  g : raw }
+group g1 = g >= 1
+property sp { statistical_parity(m, groups g1) <= 0.1
+  min_group_size = 1 }
+""")
+    (p,) = _check(tmp_path / "s.fair", "", monkeypatch)["properties"]
+    assert sorted(g["positives"] for g in p["details"]["groups"]) == [100, 150], p
+    assert p["value"] == pytest.approx(0.25), p
+    assert "batch" not in (p["reason"] or ""), p
+
+
+def _linear_torch(path, W, b):
+    torch = pytest.importorskip("torch")
+    lin = torch.nn.Linear(W.shape[1], W.shape[0])
+    with torch.no_grad():
+        lin.weight.copy_(torch.tensor(W, dtype=torch.float32))
+        lin.bias.copy_(torch.tensor(b, dtype=torch.float32))
+    torch.jit.save(torch.jit.script(torch.nn.Sequential(lin).eval()), str(path))
+
+
+PROB_SPEC = """data d = csv("d.csv", label = y == 1)
+features F from d {{
+  a : int in [0, 3]
+  g : bool protected
+}}
+model m = {model}
+encode F for m {{
+  a : raw
+  g : code {{false = 0, true = 1}}
+}}
+group g1 = g
+property pr {{
+  forall x, x' : F
+  require x.* == x'.* except {{g}}
+  ensure |prob(m(x){cls}) - prob(m(x'){cls})| <= 0.06
+  {using}
+}}
+"""
+
+
+@pytest.mark.parametrize("using", ["", "using data"])
+@pytest.mark.parametrize("fmt", ["onnx", "torch"])
+def test_network_k3_logits_index_prob_without_class_is_refused(tmp_path, monkeypatch, fmt, using):
+    """Logits [a, 1 + g/4, 1] read with index = 0: prob(m(x)) without a class was the logistic of the margin
+    y_0 - max_j y_j (0.2689 at a = 0, where the softmax's p_0 is 0.1554), which moves by 0.0622 > 0.06 with g:
+    `violated`, though the model's probability of class 0 moves by at most 0.0327. Now FS416 at lint (ONNX: its
+    width is known) or `unknown` (torch), and so are k_discrimination / calibration_gap, which read the same score;
+    prob(m(x), 0) stays decided (holds)."""
+    W, b = np.array([[1.0, 0.0], [0.0, 0.25], [0.0, 0.0]]), np.array([0.0, 1.0, 1.0])
+    if fmt == "onnx":
+        _gemm_onnx(tmp_path / "m.onnx", W.T, b)
+        model = 'onnx("m.onnx", index = 0)'
+    else:
+        _linear_torch(tmp_path / "m.pt", W, b)
+        model = 'torch("m.pt", index = 0, score = logit)'
+    (tmp_path / "d.csv").write_text("a,g,y\n" + "".join(f"{int(a)},{'true' if g else 'false'},{i % 2}\n"
+                                                      for i, (a, g) in enumerate(np.repeat(GRID, 5, axis=0))))
+    spec = PROB_SPEC.format(model=model, cls="", using=using)
+    spec += ("property kd { k_discrimination(m, over {g}, eps = 0.05) < 2 }\n"
+             "property cg { calibration_gap(m, groups g1) <= 0.5 }\n")
+    (tmp_path / "s.fair").write_text(spec)
+    rep = _check(tmp_path / "s.fair", "", monkeypatch)
+    codes = [d["code"] for d in rep["diagnostics"] if d["severity"] == "error"]
+    if fmt == "onnx":
+        assert codes == ["FS416"], rep
+    else:
+        assert codes == [] and [p["status"] for p in rep["properties"]] == ["unknown"] * 3, rep
+        assert all("names no class" in p["reason"] for p in rep["properties"]), rep
+    (tmp_path / "s.fair").write_text(PROB_SPEC.format(model=model, cls=", 0", using=using))
+    (p,) = _check(tmp_path / "s.fair", "", monkeypatch)["properties"]
+    assert p["status"] == ("holds" if not using else "unknown"), p
+
+
+def test_fs439_reads_two_logits_index_0_by_the_argmax(tmp_path, monkeypatch):
+    """skl2onnx LogisticRegression with raw scores [-z, z], z = a - 1 + g/4, read as output = "probabilities", index = 0,
+    score = logit: at a = 1, g = 0 the scores tie at [0, 0]; the graph's label, the argmax and LoadedModel.decide all say
+    class 0. FS439 read the tie as y0 - y1 > 0 ("class 1") and warned the node's label disagrees with label(m(x)):
+    untrue. Now no FS439, and the verdict stays violated (the label flips with g at a = 1)."""
+    pytest.importorskip("onnxruntime")
+    skl2onnx = pytest.importorskip("skl2onnx")
+    from sklearn.linear_model import LogisticRegression
+
+    G = GRID.astype(np.float32)
+    lr = LogisticRegression().fit(G, (G[:, 0] >= 2).astype(int))
+    lr.coef_, lr.intercept_ = np.array([[1.0, 0.25]]), np.array([-1.0])
+    onx = skl2onnx.to_onnx(lr, G[:1], options={id(lr): {"zipmap": False, "raw_scores": True}}, target_opset=15)
+    (tmp_path / "m.onnx").write_bytes(onx.SerializeToString())
+    (tmp_path / "s.fair").write_text(ONNX_SPEC.format(top=3, index=0).replace(
+        'onnx("m.onnx", index = 0)', 'onnx("m.onnx", output = "probabilities", index = 0, score = logit)'))
+    rep = _check(tmp_path / "s.fair", "", monkeypatch)
+    assert "FS439" not in [d["code"] for d in rep["diagnostics"]], rep["diagnostics"]
+    assert [p["status"] for p in rep["properties"]] == ["violated"], rep

@@ -431,12 +431,15 @@ class LoadedModel(abc.ABC):
         return self.score, self.score_kind == "logit"
 
     def refuse_classless_prob(self) -> None:
-        """``prob(m(x))`` without a class of K >= 3 probabilities read with ``index = i`` (a scikit-learn
-        classifier's predict_proba, whose decision is its predict): the score is a margin, not a probability."""
-        if getattr(self.readout, "_prob_margin", False):
-            raise Unsupported(f"prob(m(x)) names no class, and model {self.path} has {self.readout.columns} classes "
-                              f"(its index = {self.readout.index} reads the decision 'predict is class "
-                              f"{self.readout.index}'); name the class: prob(m(x), {self.readout.index})")
+        """``prob(m(x))`` without a class of K >= 3 columns read with ``index = i``: probabilities (a
+        scikit-learn classifier's predict_proba, whose decision is its predict) or logits (an ONNX / torch
+        network's, whose decision is the argmax): the score is a margin ``y_i - max_{j != i} y_j``, and no
+        probability (the logistic of a logits margin is not the softmax's p_i for K >= 3)."""
+        r = self.readout
+        if getattr(r, "_prob_margin", False) or (r.argmax_decision and (r.columns or 0) >= 3):
+            raise Unsupported(f"prob(m(x)) names no class, and model {self.path} has {r.columns} classes "
+                              f"(its index = {r.index} reads the decision 'predict is class {r.index}', a margin "
+                              f"between columns, not a probability); name the class: prob(m(x), {r.index})")
 
     #: why ``prob(m(x))`` read off the declared output is not the library's probability (a scikit-learn
     #: classifier declared by a decision_function whose logistic is not its predict_proba:

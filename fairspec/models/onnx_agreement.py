@@ -134,8 +134,10 @@ class Agreement:
         cls = self.readout.predicted_class(Y)
         dec = None
         if self.readout.task == "binary" and self.readout.threshold is not None and Y.shape[1] <= 2:
-            positive = self.readout.select(Y) > self.readout.threshold
             i = self.readout.index if self.readout.index is not None else 1
+            # two logits read with index: the argmax's class (LoadedModel.decide), the first maximal
+            # column at a tie -- y_i - y_j > 0 calls a tie "not class i" where i = 0 is first
+            positive = (cls == i) if self.readout.argmax_decision else self.readout.select(Y) > self.readout.threshold
             dec = np.where(positive, i, 1 - i).astype(np.int64)
         return cls, dec
 

@@ -144,8 +144,8 @@ def check_model_out(lw, mo: ir.ModelOut, model: ir.Model, span, cls_span) -> ir.
         lw.fail("FS416", f"{fn}({name}(...)) names no class, and '{name}' is {describe_kind(model)}", span,
                 hint=f"name the class: {fn}({name}(x), c) with c a column (0 .. {(model.n_classes or 3) - 1}) "
                      f"or a label in quotes; or add index = i to the declaration")
-    if fn == "prob" and mo.cls is None and model.task == "multiclass" and model.index is not None and \
-            model.format == "sklearn":      # its index reads predict == class i; no probability without a class
+    if fn == "prob" and mo.cls is None and model.task == "multiclass" and model.index is not None:
+        # its index reads predict == class i (a margin between columns); no probability without a class
         lw.fail("FS416", f"prob({name}(...)) names no class, and '{name}' is {describe_kind(model)} whose index = "
                          f"{model.index} reads the decision 'predict is class {model.index}', not a probability", span,
                 hint=f"name the class: prob({name}(x), {model.index}), or compare label({name}(x))")

@@ -59,9 +59,13 @@ def decides_by_score(model) -> bool:
     """Is the model's own decision (``LoadedModel.decide``) its score against its threshold, computed in
     the same evaluation? Not where the loaded model decides otherwise: a binary scikit-learn classifier's
     ``predict`` (``label_by_predict``; an MLP's is its score, :func:`_predict_is_score`), a boosted
-    model's declared rule for ``index = 0``."""
+    model's declared rule for ``index = 0``, nor "column ``index`` is the largest" of K >= 2 columns
+    (``Readout.argmax_decision``: the argmax's class, the first maximal column at a tie, where the score
+    ``y_i - max_{j != i} y_j`` against 0 calls a tie "not class i")."""
     from fairspec.models.base import LoadedModel
 
+    if getattr(getattr(model, "readout", None), "argmax_decision", False) and not _predict_is_score(model):
+        return False
     return type(model).decide is LoadedModel.decide and model.threshold is not None or _predict_is_score(model)
 
 

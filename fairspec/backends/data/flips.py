@@ -21,7 +21,7 @@ from fairspec import ir
 from fairspec.runtime.encoding import decode_row, encode
 from fairspec.runtime.evaluate import evaluate
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
-from fairspec.verdict import Verdict, Witness, unknown
+from fairspec.verdict import Unsupported, Verdict, Witness, unknown
 
 MAX_COMBINATIONS = 512
 
@@ -107,6 +107,11 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
     model = ctx.model(prop.model)
     if getattr(model, "format", None) == "rule":
         return unknown(prop, "counterfactual flips need a model file, not a rule", backend="data")
+    if prop.post == "prob" and hasattr(model, "refuse_classless_prob"):
+        try:                # K >= 3 columns read with index: the score is a margin, no probability
+            model.refuse_classless_prob()
+        except Unsupported as e:
+            return unknown(prop, str(e), backend="data")
     rows = ctx.rows(fs.name, fs.data)
     values, n = sample_rows(rows.frame.values, rows.frame.n_rows, prop.options)
     enc = ctx.encoding(prop.model)
