@@ -28,7 +28,7 @@ def _quote(s: str) -> str:
 
 def _project(tmp_path):
     (tmp_path / "fairspec.toml").write_text("")
-    rows = ["g,approved,outcome"] + [f"{HOSTILE[i % len(HOSTILE)]},{'yes' if i % 3 else 'no'},{i % 2}"
+    rows = ["g,approved,outcome"] + [f"{HOSTILE[i % len(HOSTILE)]},{'yes' if i % len(HOSTILE) == 1 or i % 3 == 0 else 'no'},{i % 2}"
                                      for i in range(40 * len(HOSTILE))]
     (tmp_path / "d.csv").write_text("\n".join(rows) + "\n")
     spec = tmp_path / "s.fair"

@@ -42,7 +42,11 @@ def _project(tmp_path, *, extra_value: str | None = None):
     (tmp_path / "fairspec.toml").write_text("")
     rows = ["g,approved,outcome"]
     for i in range(40 * len(HOSTILE)):
-        rows.append(f"{_quote(HOSTILE[i % len(HOSTILE)])},{'yes' if i % 3 else 'no'},{i % 2}")
+        # the second group always approved, the others one in three: `strict` is violated by more than the
+        # simultaneous Clopper-Pearson interval of 40 rows a group leaves open, `loose` holds (the first group's
+        # text, its backslash doubled by _quote, is not a declared value: its rows are dropped)
+        yes = i % len(HOSTILE) == 1 or i % 3 == 0
+        rows.append(f"{_quote(HOSTILE[i % len(HOSTILE)])},{'yes' if yes else 'no'},{i % 2}")
     if extra_value:
         rows.append(f"{_quote(extra_value)},yes,1")
     (tmp_path / "d.csv").write_text("\n".join(rows) + "\n", newline="")
