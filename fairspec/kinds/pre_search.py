@@ -19,7 +19,7 @@ pair that does is searched for, restricted to the pre-condition's region:
    (pre_relax.complete_witness: kinds/pair_pre.PairPre's reading, both readings of each constant), its
    printed values exactly the model's inputs, and replayed on the real model (kinds/pair_replay.flip_replays:
    certify's exact comparison on the runtime, `<` as `<`; a network's pair also alone and reversed,
-   kinds/pair_enumeration.fragile_pair).
+   kinds/pair_spread.fragile_pair).
 
 The candidates of steps 1 and 2, their float filter and their score on the model are kinds/pre_search_candidates.
 
@@ -262,7 +262,7 @@ def _verified(prop, ctx, fs, enc, model, tree, space, A, B, k):
     if not flip_replays(prop, model, _V, tree):
         return None, "it does not break the post-condition on the model's runtime"
     if not tree:
-        from fairspec.kinds.pair_enumeration import fragile_pair
+        from fairspec.kinds.pair_spread import fragile_pair
 
         moved = fragile_pair(prop, model, X2)
         if moved and not moved["reproduced"]:
@@ -277,7 +277,7 @@ def _network_class(prop, model, got, X2):
     runtime's predicted classes (``predict_class``, the first largest column) differ, also alone and reversed
     within its rounding of a class boundary. (Found, None), or (None, why not)."""
     from fairspec.backends.data.flips import replayer_name
-    from fairspec.kinds.pair_enumeration import fragile_pair
+    from fairspec.kinds.pair_spread import fragile_pair
 
     k = model.predict_class(X2)
     if k[0] == k[1]:
@@ -301,9 +301,9 @@ def _network_columns(prop, model, got, X2):
     from fairspec.backends.data.flips import replayer_name
     from fairspec.certify.enumerate import largest_class
     from fairspec.certify.rounding import float_down
-    from fairspec.kinds.pair_enumeration import fragile_pair
     from fairspec.kinds.pair_runtime import (post_scores, real_softmax, runtime_violates, softmax_class_values,
                                              softmax_pair_value)
+    from fairspec.kinds.pair_spread import fragile_pair
 
     S, _ = post_scores(prop, model, X2)
     if S is None:
