@@ -169,7 +169,7 @@ def _unused_at_check(report: Report, res, spec) -> None:
 def _pass_mates(props, spec) -> tuple:
     """The group metrics of this run the planner gives the data backend, each with its resamples (the
     ``bootstrap`` option, else the data backend's default): the data backend counts those over the
-    same rows in one pass (``fairspec.backends.data.metrics.count``), and asks no planner itself."""
+    same rows in one pass (``fairspec.backends.data.cell_counts.count``), and asks no planner itself."""
     from fairspec.kinds.on_data import RUNNER
     from fairspec.planning import plan, setting
 

@@ -1,7 +1,7 @@
 """One rule per path for a witness another batching may round away (session 32): a ``label`` witness whose
 decision lies within the runtime's rounding of the threshold and an ``eps`` witness whose difference lies within
 it of eps are treated alike. On the pair enumeration and the solvers (``kinds/pair_runtime.replayer`` with
-``pair_enumeration.fragile_pair``) both are kept when they break the property scored alone, as a pair and
+``pair_spread.fragile_pair``) both are kept when they break the property scored alone, as a pair and
 reversed, with the note in ``details.runtime_rounding`` that another batch may round them away (README, "Whatever
 the batch"), else ``unknown``; on the data flips (``backends/data/flips.py``) both are ``unknown`` ("another
 batching of the model may ..."). The model: a torch 3-10-1 Sigmoid network (seed 30) whose protected input's

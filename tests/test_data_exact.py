@@ -90,7 +90,8 @@ def test_a_tie_on_the_threshold_is_decided_as_written():
     exact 4/5: >= 0.8 holds and > 0.8 is violated when the whole interval is that value."""
     from types import SimpleNamespace
 
-    from fairspec.backends.data.metrics import Counts, _decide
+    from fairspec.backends.data.cell_counts import Counts
+    from fairspec.backends.data.metrics import _decide
 
     f = 0.7 / 0.875
     c = Counts(np.zeros((2, 2, 2)), np.array([10, 8]), ["F", "M"])

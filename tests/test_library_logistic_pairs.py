@@ -311,7 +311,7 @@ def _individual_truth(est, T: Fraction, op: str):
                                                    ("sgd", (2.0 ** -47, 0.0625), -0.5)])
 def test_partition_estimate_decides_eps_zero_on_the_logit_error_bound(tmp_path, monkeypatch, kind, coef, intercept):
     """The partitions' estimate (the refinement's count, certify.enumerate.count_individuals, through
-    pair_enumeration.batch_unsure) judges another batch's rounding of predict_proba by the decision_function's
+    pair_spread.batch_unsure) judges another batch's rounding of predict_proba by the decision_function's
     error bound, as the enumeration does: an assumed spread for ``prob`` made every individual at eps 0
     'may move', so none was decided; and the partitions read the decision_function's layers for ``prob`` (they
     had no runtime error bound: a sigmoid head read as logit), so boxes are certified and the refinement runs.

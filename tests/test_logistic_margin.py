@@ -1,4 +1,4 @@
-"""The batch-rounding margin of a library logistic's ``prob`` pair (``pair_enumeration.LOGISTIC_MARGIN``,
+"""The batch-rounding margin of a library logistic's ``prob`` pair (``pair_spread.LOGISTIC_MARGIN``,
 2**-38 beyond the logits' spread) checked against adversarial inputs, term by term as its docstring derives
 it: (1) the decision_function's float64 logit of n inputs (n up to 4,096) in every summation order tried --
 scikit-learn's BLAS on the batch, each row alone, the batch reversed, the columns permuted, and pure
@@ -85,7 +85,7 @@ def _orders(w, x, b):
 def test_logit_and_pair_margin_against_adversarial_orders(tmp_path, n):
     from scipy.special import expit
 
-    from fairspec.kinds.pair_enumeration import LOGISTIC_MARGIN, runtime_spread
+    from fairspec.kinds.pair_spread import LOGISTIC_MARGIN, runtime_spread
     from fairspec.models.network import sigmoid
 
     rng = np.random.default_rng(n)

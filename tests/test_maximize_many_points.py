@@ -1,6 +1,6 @@
 """maximize by enumeration past 4,096 points: the exact maximum is reported as [v, v] only when
 certify's exact_runtime shows every point of every admissible pair scored exactly in every order,
-which it checked for at most 4,096 points (pair_enumeration.MAX_EXACT_POINTS); beyond, the value
+which it checked for at most 4,096 points (pair_spread.MAX_EXACT_POINTS); beyond, the value
 came with the interval [v, v + 2E] (sound, and labelled an interval, never the exact maximum).
 exact_points is now a matrix product (its lowest bits a min-plus product of the weights' and the
 inputs' tables) and the limit 65,536 points and 2**25 points times weights, so an 8,192-point
@@ -91,9 +91,9 @@ def test_past_the_limit_the_value_is_an_interval(tmp_path, monkeypatch, limit):
     """A domain past the limit (simulated: the limit at 4,096 points, or the work at 4,096 points of
     this net's 8 weights) is no longer shown exact: the value is the float maximum, the upper end above
     it by the runtime's spread, the exact maximum inside; the property's verdict is unchanged."""
-    import fairspec.kinds.pair_enumeration as pe
+    import fairspec.kinds.pair_spread as ps
 
-    monkeypatch.setattr(pe, limit, 4096 if limit == "MAX_EXACT_POINTS" else 4096 * 8)
+    monkeypatch.setattr(ps, limit, 4096 if limit == "MAX_EXACT_POINTS" else 4096 * 8)
     truth = _truth(DYADIC)
     for eps, status in (("0.5", "violated"), ("1.0", "holds")):
         v = _check(tmp_path, eps)

@@ -221,7 +221,9 @@ property fnr { false_negative_rate_difference(mlp, groups sex x race)  <= 0.1  m
 def test_adult_against_fairlearn(tmp_path):
     """The real Adult runtime (CSV reader, encoding, ONNX model) then fairspec's counts vs fairlearn."""
     from fairspec.backends.data.groups import assign
-    from fairspec.backends.data.metrics import count, evaluate_counts, subject_decisions
+    from fairspec.backends.data.cell_counts import count
+    from fairspec.backends.data.metrics import evaluate_counts
+    from fairspec.backends.data.row_decisions import subject_decisions
     from fairspec.runtime.context import Context
     from fairspec.sema.check import check_file
 

@@ -4,7 +4,7 @@ exactly 1/2, class 0; ``2**-52``: above 1/2, class 1) sits within the runtime's 
 threshold, and neither the certified branch and bound nor a solver can decide it. The enumeration (the
 small domain, or a partition's / the refinement's count) decides it on the runtime, provided no other
 batch size or order may round it otherwise: a point near the threshold must be shown exact
-(``kinds.pair_enumeration._rounded_apart``). Before session 27 every point of a near pair had to be, so a
+(``kinds.pair_spread._rounded_apart``). Before session 27 every point of a near pair had to be, so a
 tie point paired with a point far from the threshold whose z rounds (1.75 * 2 + 2**-52) left every
 such pair "batch dependent" and the property unknown (seed 46 network-solver / network-sklearn-solver
 46000019 p2, p4, p5, p6). A point farther from the threshold than the spread keeps its label in every

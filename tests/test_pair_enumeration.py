@@ -89,6 +89,7 @@ def test_find_reports_the_witness_measure_not_the_domain_maximum(tmp_path, monke
     from onnx_nets import relu_net
 
     import fairspec.kinds.pair_enumeration as pe
+    import fairspec.kinds.pair_spread as ps
     from fairspec.pipeline import check
     from fairspec.report import to_json
 
@@ -101,7 +102,8 @@ def test_find_reports_the_witness_measure_not_the_domain_maximum(tmp_path, monke
         unsure = m == m.max()
         return {"near": int(unsure.sum()), "moved": int(unsure.sum()), "spread": 2.0 ** -20, "unsure": unsure}
 
-    monkeypatch.setattr(pe, "_rounded_apart", rounded_apart)
+    monkeypatch.setattr(pe, "_rounded_apart", rounded_apart)     # the enumeration's own calls
+    monkeypatch.setattr(ps, "_rounded_apart", rounded_apart)     # fragile_pair's and batch_unsure's
     (tmp_path / "s.fair").write_text(
         "features F {\n  g : {A, B, C} protected\n  s : bool protected\n  a : int in [0, 9]\n}\n"
         'model m = onnx("m.onnx", score = logit)\n'

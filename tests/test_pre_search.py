@@ -741,7 +741,7 @@ def test_prob_of_a_logit_is_guided_by_the_probabilities(tmp_path):
     compares), not the logits': a saturated pair (r = 0: logits 79.5 and 120.5) ranks below a pair whose
     probabilities differ (r = 1: logits -0.5 and 0.5), and only the latter has a positive margin."""
     from fairspec.files import Roots
-    from fairspec.kinds.pre_search import _Scorer
+    from fairspec.kinds.pre_search_candidates import _Scorer
     from fairspec.pipeline import lint
     from fairspec.runtime.context import Context
 

@@ -274,7 +274,7 @@ def test_the_estimates_batched_replay_gives_the_one_at_a_time_answers(tmp_path, 
     pair's own gap (within the runtime's rounding of the threshold), ``replays_many`` and the estimate's
     counts are what replaying each pair alone gives, and the pairs within rounding are replayed alone."""
     import fairspec.backends.milp.partition as partition
-    import fairspec.kinds.pair_enumeration as pe
+    import fairspec.kinds.pair_spread as ps
     from fairspec.backends.estimate import _pairs, _with_case, evaluate_individuals
     from fairspec.backends.pair.certify import replays, replays_many
     from fairspec.models.sklearn_model import import_skops_io
@@ -290,13 +290,13 @@ def test_the_estimates_batched_replay_gives_the_one_at_a_time_answers(tmp_path, 
     seen, unsure_rows = [], []
     solve = partition.solve_partitioned
     monkeypatch.setattr(partition, "solve_partitioned", lambda problem, *a, **k: seen.append(problem) or solve(problem, *a, **k))
-    make = pe.batch_unsure
+    make = ps.batch_unsure
 
     def counting(*a, **k):
         fn = make(*a, **k)
         return None if fn is None else lambda *b: unsure_rows.append(int(np.sum(fn(*b)))) or fn(*b)
 
-    monkeypatch.setattr(pe, "batch_unsure", counting)
+    monkeypatch.setattr(ps, "batch_unsure", counting)
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
     _check(p)
     problem = seen[0]

@@ -105,10 +105,10 @@ def test_weighted_metric_at_a_batch_tie_is_unknown(verdicts, tmp_path):
 
 
 def _counts(g, d, y, w, R, seed, G=3):
-    """Counts as ``metrics._Counter.add`` accumulates them over one batch (rows at positions 0..n-1)."""
+    """Counts as ``cell_counts._Counter.add`` accumulates them over one batch (rows at positions 0..n-1)."""
     import numpy as np
 
-    from fairspec.backends.data.metrics import Counts, poisson_multiplicities
+    from fairspec.backends.data.cell_counts import Counts, poisson_multiplicities
 
     cell = g * 4 + d * 2 + y
     m = poisson_multiplicities(seed, 0, R, 0, g.size) * w
@@ -122,7 +122,7 @@ def test_shifted_counts_are_the_counts_of_the_other_decisions():
     import numpy as np
 
     from fairspec.backends.data import batching
-    from fairspec.backends.data.metrics import poisson_multiplicities
+    from fairspec.backends.data.cell_counts import poisson_multiplicities
 
     rng = np.random.default_rng(5)
     n, R, seed = 40, 7, 3

@@ -132,7 +132,7 @@ class KDiscQuery:
     #: a logit readout whose probability the caller's ``evaluate`` reads as the library's own float of its
     #: logistic (a scikit-learn logistic's predict_proba): enumerated leaves count those floats as
     #: probabilities; an interval's buckets take the logistic's bounds widened by the library float's
-    #: relative 2**-40 more (``kinds.pair_enumeration.LOGISTIC_MARGIN``, term 3)
+    #: relative 2**-40 more (``kinds.pair_spread.LOGISTIC_MARGIN``, term 3)
     library_prob: bool = False
 
     @property

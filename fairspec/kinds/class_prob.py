@@ -209,7 +209,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
 
     by = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
 
-    from fairspec.kinds.pair_enumeration import fragile_pair
+    from fairspec.kinds.pair_spread import fragile_pair
 
     def replay(x, xp, c):
         """(the witness, its class), or (None, c): the pair meets the pre-condition and breaks the post

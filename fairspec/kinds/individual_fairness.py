@@ -647,11 +647,11 @@ def _meet(lo, hi) -> bool:
 
 
 def _fragile(prop, model, X2, details: dict) -> dict | None:
-    """A replayed witness another batch may round away (:func:`fairspec.kinds.pair_enumeration.fragile_pair`),
+    """A replayed witness another batch may round away (:func:`fairspec.kinds.pair_spread.fragile_pair`),
     noted in the details; returned when it does not reproduce alone, as a pair and reversed either:
     it is then not reported."""
-    from fairspec.kinds.pair_enumeration import fragile_pair
     from fairspec.kinds.pair_fragile import rounding_details
+    from fairspec.kinds.pair_spread import fragile_pair
 
     moved = fragile_pair(prop, model, X2)
     if moved:

@@ -28,7 +28,8 @@ def may_move(prop: ir.KDiscrimination, model, X: np.ndarray, s: np.ndarray, clas
     error model (as for individual fairness: the verdict rests on its scores then)."""
     from fairspec.certify.enumerate import _buckets_exact, sigmoid_bounds
     from fairspec.certify.exact import threshold_of
-    from fairspec.kinds.pair_enumeration import batch_dependent, elementwise_sigmoid_head, points_exact, runtime_spread
+    from fairspec.kinds.pair_spread import points_exact, runtime_spread
+    from fairspec.models.batching import batch_dependent, elementwise_sigmoid_head
 
     if not batch_dependent(model):
         return None

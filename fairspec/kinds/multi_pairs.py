@@ -155,7 +155,7 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
         return no(f"no class score for this network: {e}")
     meets_pre = pair_precondition(prop, enc, low, pre)
     encoded = encoder(enc, low)
-    from fairspec.kinds.pair_enumeration import fragile_pair
+    from fairspec.kinds.pair_spread import fragile_pair
 
     def outputs(V):
         return np.asarray(model.outputs(encoded(V)), dtype=np.float64)
@@ -186,7 +186,7 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
                          ("argmax", 0) + head, precision, replay=replay)
         except (ValueError, TypeError) as e:
             rt = Runtime(None, why_not=f"no runtime error bound for this model ({e})", replay=replay)
-    from fairspec.kinds.pair_enumeration import batch_unsure
+    from fairspec.kinds.pair_spread import batch_unsure
 
     # unsure: the individuals whose class another batch of a float runtime may pick otherwise (the refinement's
     # enumeration at a tie leaves them undecided)

@@ -1,5 +1,5 @@
 """The pairs of a small-domain enumeration that another batch size or order of the runtime may round away
-(kinds/pair_enumeration.fragile_pair, _rounded_apart): the first of them that reproduces scored alone, as a pair
+(kinds/pair_spread.fragile_pair, _rounded_apart): the first of them that reproduces scored alone, as a pair
 and reversed (:func:`reproduced_pair`), and the words of the verdicts and details that name them. Moved out of
 kinds/pair_enumeration.py."""
 
@@ -71,7 +71,7 @@ def reproduced_pair(prop, model, X, N: int, a, b, fragile, post: str, score_kind
 
 
 def rounding_details(moved: dict) -> dict:
-    """The JSON details of :func:`~fairspec.kinds.pair_enumeration._rounded_apart` / :func:`~fairspec.kinds.pair_enumeration.fragile_pair`'s result."""
+    """The JSON details of :func:`~fairspec.kinds.pair_spread._rounded_apart` / :func:`~fairspec.kinds.pair_spread.fragile_pair`'s result."""
     out = {"pairs_near_threshold": moved["near"], "points_not_exact": moved["moved"], "spread": moved["spread"]}
     if moved.get("assumed"):
         out["spread_assumed"] = SPREAD_ASSUMED
@@ -82,7 +82,7 @@ def rounding_details(moved: dict) -> dict:
 
 
 def batched_reason(which: str, moved: dict, model=None) -> str:
-    """The reason of an ``unknown`` left by :func:`~fairspec.kinds.pair_enumeration._rounded_apart`; of a
+    """The reason of an ``unknown`` left by :func:`~fairspec.kinds.pair_spread._rounded_apart`; of a
     scikit-learn meta-estimator, what would let fairspec decide (:func:`fairspec.models.meta_estimators.hint`)."""
     from fairspec.models.meta_estimators import hint
 
@@ -95,10 +95,10 @@ def batched_reason(which: str, moved: dict, model=None) -> str:
 
 def lower_end(lo: float, spread: float, post: str, kind: str, margin: float) -> float:
     """maximize's lower end on a runtime that rounds by batch (``spread``: how far apart two evaluations of
-    one point may be, :func:`fairspec.kinds.pair_enumeration.runtime_spread`): another batch size or order
+    one point may be, :func:`fairspec.kinds.pair_spread.runtime_spread`): another batch size or order
     may score every pair's points otherwise, and its maximum lie below this batch's by as much as a pair's
     measure moves -- ``spread`` for a label's ``min(z, -z')``, twice it for a difference of two scores,
-    plus ``margin``, the library logistic's own rounding, for a ``prob`` of logits (pair_enumeration's
+    plus ``margin``, the library logistic's own rounding, for a ``prob`` of logits (pair_spread's
     ``LOGISTIC_MARGIN``). Not
     where the best pair's points are exact in every order (its measure, this batch's maximum, is every
     batch's). A torch network of normal weights gave a maximum in batches of 1 below the whole domain's

@@ -76,9 +76,9 @@ def with_replay(runtime, prop, model, enc, low, problem):
     pairs another batch may decide otherwise replayed alone) and the batch scorer."""
     from dataclasses import replace as dc_replace
 
-    from fairspec.kinds.pair_enumeration import batch_unsure, fragile_pair
     from fairspec.kinds.pair_runtime import (Replay, batch_replayer, batch_scorer, encoder, pair_precondition,
                                              replayer)
+    from fairspec.kinds.pair_spread import batch_unsure, fragile_pair
 
     pre = pair_precondition(prop, enc, low, problem)
     one = replayer(prop, model, enc, low, pre, fragile=fragile_pair)

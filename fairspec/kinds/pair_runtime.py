@@ -487,7 +487,7 @@ def replayer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, problem_
     """``violates(x, x') -> (ok, X2, scores)``: the feature-space pair meets the pre-condition
     (``problem_check``, relaxed strictness included) and breaks the post-condition on the runtime;
     X2 the encoded pair (2, width) and its runtime scores. ``fragile(prop, model, X2)``
-    (:func:`fairspec.kinds.pair_enumeration.fragile_pair`): on a runtime that may round a batch of two
+    (:func:`fairspec.kinds.pair_spread.fragile_pair`): on a runtime that may round a batch of two
     otherwise than other batches (torch, scikit-learn), a pair within that rounding of the threshold
     counts only when it also breaks it scored alone and reversed."""
     from fairspec.runtime.encoding import encode
@@ -514,11 +514,11 @@ def batch_replayer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, pr
 
     Why it is the one-at-a-time answer: the pre-condition is ``problem_check``'s (its ``many`` on whole
     columns where it has one, :func:`pair_precondition`), and a pair's scores from this batch decide it
-    as its own batch of two does unless another batch of the runtime may decide it otherwise -- ``unsure`` (:func:`fairspec.kinds.pair_enumeration.batch_unsure`,
+    as its own batch of two does unless another batch of the runtime may decide it otherwise -- ``unsure`` (:func:`fairspec.kinds.pair_spread.batch_unsure`,
     the criterion the refinement's count uses): a decision within the runtime's spread (twice its error
     bound over every point of this batch, so over any batch holding the point) of the threshold, with a
     point not shown exact. Outside it every batching decides the pair alike -- its batch of two, and the
-    points alone and the pair reversed that :func:`fairspec.kinds.pair_enumeration.fragile_pair` replays
+    points alone and the pair reversed that :func:`fairspec.kinds.pair_spread.fragile_pair` replays
     -- so the replay's answer is this batch's. The unsure pairs, those with a non-finite score here, and
     every pair of a post-condition this does not cover (class columns) are replayed one at a time. On a
     runtime that scores every batch alike ``unsure`` is None and the batch decides every pair."""
@@ -570,7 +570,7 @@ def batch_scorer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, unsu
     (backends/refine.py): ``fn(V)`` the runtime's scores of feature-space points V (k, n) as
     :func:`runtime_violates` compares them, with the post-condition and decision threshold of
     :func:`fairspec.certify.enumerate.pair_checks`; ``unsure``: which individuals another batch may
-    decide otherwise (:func:`fairspec.kinds.pair_enumeration.batch_unsure`). None for a
+    decide otherwise (:func:`fairspec.kinds.pair_spread.batch_unsure`). None for a
     post-condition it does not cover."""
     from fairspec.backends.pair.certify import BatchScorer
     from fairspec.runtime.encoding import encode

@@ -400,8 +400,8 @@ def _unknown_cause(verdict_parts) -> str:
 
 def _exact(model):
     """``exact(X, scores)``: per encoded row, does the runtime compute its score exactly in every batch size
-    and order, as ``scores`` (:func:`fairspec.kinds.pair_enumeration.points_exact`)? For PBA's batch check."""
-    from fairspec.kinds.pair_enumeration import points_exact, runtime_spread
+    and order, as ``scores`` (:func:`fairspec.kinds.pair_spread.points_exact`)? For PBA's batch check."""
+    from fairspec.kinds.pair_spread import points_exact, runtime_spread
     from fairspec.models.batching import elementwise_sigmoid_head
 
     kind = getattr(model, "score_kind", "logit")

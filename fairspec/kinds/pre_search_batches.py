@@ -19,9 +19,9 @@ def lower_end(prop, model, X2, low: float, tree: bool) -> float:
     rounds by batch, unless both points are exact in every order; as is elsewhere (a tree model's library, a
     runtime that scores every batch alike)."""
     from fairspec.certify.enumerate import class_post, compared_kind
-    from fairspec.kinds.pair_enumeration import LOGISTIC_MARGIN, every_point_exact, runtime_spread
     from fairspec.kinds.pair_fragile import lower_end as widened
     from fairspec.kinds.pair_runtime import library_logistic, post_scores
+    from fairspec.kinds.pair_spread import LOGISTIC_MARGIN, every_point_exact, runtime_spread
     from fairspec.models.batching import batch_dependent
 
     if tree or low is None or not np.isfinite(low) or not batch_dependent(model):
@@ -31,7 +31,7 @@ def lower_end(prop, model, X2, low: float, tree: bool) -> float:
     if s is None:
         return low
     # predict_proba of a library logistic is elementwise of its logits: their error bound is how far another
-    # batch moves it (as kinds/pair_enumeration.fragile_pair reads it)
+    # batch moves it (as kinds/pair_spread.fragile_pair reads it)
     read = "logit" if library_logistic(prop, model) and not model.prob_reader()[1] else prop.post
     runtime = runtime_spread(read, prop.cls, model, X2, score_kind)
     spread = float(runtime[0])
@@ -45,7 +45,7 @@ def pair_lower_end(prop, model, X2, low: float) -> float:
     maximize interval is [its measure, the certified bound] (kinds/individual_fairness), and its measure was taken
     in one batch too (a torch 5-8-1 network: the milp witness measured 4.6219799518585205 as a pair, the whole
     domain's batch giving 4.621979475021362 for every pair, session 36). A tree model's runtime has no spread
-    (kinds/pair_enumeration.runtime_spread gives 0): as it is."""
+    (kinds/pair_spread.runtime_spread gives 0): as it is."""
     return lower_end(prop, model, X2, low, False)
 
 
@@ -75,13 +75,13 @@ def every_batch(checked, prop, model, tree: bool):
 
 def rounding_note(got, prop, model, tree: bool) -> None:
     """A network's searched pair within the runtime's rounding of the threshold that kinds/pre_search kept (it
-    breaks the post scored alone, as the pair and reversed: kinds/pair_enumeration.fragile_pair) carries the note
+    breaks the post scored alone, as the pair and reversed: kinds/pair_spread.fragile_pair) carries the note
     every such witness does (README, "Whatever the batch"): ``details.runtime_rounding``, another batch size or order
     may round it away."""
     from dataclasses import replace
 
-    from fairspec.kinds.pair_enumeration import fragile_pair
     from fairspec.kinds.pair_fragile import rounding_details
+    from fairspec.kinds.pair_spread import fragile_pair
 
     if tree or got.witness is None or prop.post not in ("label", "prob", "logit", "class", "class_prob", "class_logit"):
         return

@@ -90,7 +90,7 @@ class Context:
         self.located_suppressed: list = []  # (Diagnostic, "inSource" | "external")
         # the group metrics of this run the planner gives the data backend, as (property, resamples)
         # pairs (set by the serial pipeline): the data backend counts those that read the same rows
-        # in one pass (fairspec.backends.data.metrics.count)
+        # in one pass (fairspec.backends.data.cell_counts.count)
         self.pass_mates: tuple = ()
         # what was loaded and how long it took: model files and data tables are loaded on
         # first use; the report shows these apart from the properties' own time

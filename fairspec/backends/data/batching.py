@@ -7,7 +7,7 @@ rounding of the threshold one way in the data file's batch and the other way alo
 batch (a logit exactly 0: 0.49999994 in a batch of 89 rows, 0.50000006 alone, in float32). The
 metric measured on the data's batches is then one of several answers the runtime gives.
 
-As the rows stream past (``metrics._Counter.add``), the rows whose score lies within the assumed
+As the rows stream past (``cell_counts._Counter.add``), the rows whose score lies within the assumed
 spread of the runtime (:data:`fairspec.models.batching.ASSUMED_SPREAD`, per unit of 1 + the largest
 score of the batch) of the threshold are re-decided in other batchings: each alone (the
 :data:`MAX_ALONE` nearest of a batch), together as a batch of their own, and that batch reversed.
@@ -316,7 +316,7 @@ class Fragile:
 
 def _shifted(c, fr: tuple, new_d: np.ndarray, seed: int, multiplicities):
     """The counts ``c`` with the fragile rows decided ``new_d`` instead of their data-batch decision
-    (``multiplicities``: ``metrics.poisson_multiplicities``, the rows' weights in the Poisson replicates)."""
+    (``multiplicities``: ``cell_counts.poisson_multiplicities``, the rows' weights in the Poisson replicates)."""
     g, y, w, d, _, pos = fr
     ch = new_d != d
     cells = c.cells.copy()

@@ -4,7 +4,7 @@ Per group: rows, weight, positives, label positives, the rates the metric uses (
 bootstrap interval), benefit, ECE with its reliability bins, impact ratios from exact counts when
 the cells are whole numbers (:func:`exact_cells`); the same for the whole population.
 Moved out of :mod:`fairspec.backends.data.metrics` (which counts, resamples and decides), unchanged;
-``c`` is its :class:`~fairspec.backends.data.metrics.Counts` (not imported: metrics imports this module).
+``c`` is its :class:`~fairspec.backends.data.cell_counts.Counts` (not imported: metrics imports this module).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
   predicted class is c" (one class against the rest) / "the value is >= t"; the truth is the
   data's ``target`` column read the same way (the true class is c / the true value is >= t), or,
   without a target, the data's ``label`` condition. Every binary metric, its intervals and its
-  exact decision then apply unchanged (``metrics.count``).
+  exact decision then apply unchanged (``cell_counts.count``).
 * the output metrics of ``group_rates`` (``output`` set: class distribution distance, mean
   prediction, errors, bounded group loss, KS distance) are computed from per-row arrays by
   ``fairspec.analyses.output_metrics`` with a bootstrap over rows for the interval; a multiclass
