@@ -186,8 +186,10 @@ def no_pre_pass(prop, has_data: bool, fmt: str | None, columns: int | None = Non
         if columns == 1:
             return ("a one-output network's prob(m(x), c) is decided without flipping data rows first, except "
                     "for its positive class 1 (decided as prob(m(x)), its data rows flipped first)")
-        return ("a network's prob(m(x), c) is decided without flipping data rows first (except a one-output "
-                "network's positive class 1, decided as prob(m(x)))")
+        if columns is None:
+            return ("a network's prob(m(x), c) is decided without flipping data rows first (but for a one-output "
+                    "network's positive class 1, decided as prob(m(x)))")
+        return "a network's prob(m(x), c) is decided without flipping data rows first"
     return None
 
 
