@@ -234,3 +234,28 @@ def test_threaded_forest_inside_a_transformed_target_regressor_is_found(tmp_path
     rep = api.check(str(tmp_path / "s.fair"))
     (p,) = rep.to_dict()["properties"]
     assert p["status"] == "unknown" and "n_jobs = 2" in p["reason"], p
+
+
+@pytest.mark.parametrize("how", ["skops", "pickle"])
+def test_lint_counts_the_fitted_trees_of_a_forest(tmp_path, how):
+    """A forest fitted with 5 trees on n_jobs = 2, its n_estimators then set to 2 (as before a warm start): predict
+    still adds its 5 fitted trees on 2 threads, and check refuses it (forest_threads counts estimators_); lint's
+    FS440 read n_estimators = 2 and said nothing. Now it counts the fitted trees. Failed before."""
+    import pickle
+
+    import skops.io as sio
+    from sklearn.ensemble import RandomForestClassifier
+
+    from fairspec.models.forest_threads import order_problem, peek_threaded_forest
+
+    rng = np.random.default_rng(1)
+    X, y = rng.integers(0, 4, (80, 2)).astype(float), rng.integers(0, 2, 80)
+    f = RandomForestClassifier(n_estimators=5, max_depth=2, random_state=0, n_jobs=2).fit(X, y)
+    f.set_params(n_estimators=2)
+    assert order_problem(f) is not None
+    path = tmp_path / ("m.skops" if how == "skops" else "m.pkl")
+    if how == "skops":
+        sio.dump(f, path)
+    else:
+        path.write_bytes(pickle.dumps(f))
+    assert peek_threaded_forest(path) == ("RandomForestClassifier", 2, 5)

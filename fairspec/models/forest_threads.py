@@ -148,8 +148,11 @@ def _skops_forests(node, depth: int = 0):
                 return json.loads(v["content"]) if isinstance(v, dict) and v.get("__loader__") == "JsonNode" else None
             except (KeyError, TypeError, ValueError):
                 return None
-        if _threads(num("n_jobs"), num("n_estimators")):
-            yield node["__class__"], num("n_jobs"), num("n_estimators")
+        fitted = inner.get("estimators_") if isinstance(inner, dict) else None
+        trees = len(fitted["content"]) if isinstance(fitted, dict) and isinstance(fitted.get("content"), list) \
+            else num("n_estimators")            # the fitted trees, as check counts them (n_estimators may be reset)
+        if _threads(num("n_jobs"), trees):
+            yield node["__class__"], num("n_jobs"), trees
         return
     for v in node.values():
         if isinstance(v, (dict, list)):
@@ -166,8 +169,10 @@ def _pickle_forests(obj, depth: int = 0, seen=None):
     if isinstance(obj, _Stub):
         st = _state(obj)
         if obj._qual[1] in FORESTS:
-            if _threads(st.get("n_jobs"), st.get("n_estimators")):
-                yield obj._qual[1], st.get("n_jobs"), st.get("n_estimators")
+            fitted = st.get("estimators_")
+            trees = len(fitted) if isinstance(fitted, (list, tuple)) else st.get("n_estimators")
+            if _threads(st.get("n_jobs"), trees):
+                yield obj._qual[1], st.get("n_jobs"), trees
             return
         for v in st.values():
             yield from _pickle_forests(v, depth + 1, seen)
