@@ -181,8 +181,9 @@ def test_standard_fitted_on_a_constant_column_scales_by_one(tmp_path, monkeypatc
     a zero std read as 1, as scikit-learn's StandardScaler does), and every row encodes to 0. numpy's mean of the
     400 copies is 1/3 less an ulp and its std 5.6e-17, so each row was fed (1/3 - mean) / 5.6e-17 = 1, not 0:
     label = enc + 0.6 [g = B] - 0.3 > 0 put both groups positive (parity 0) where the model the spec describes
-    separates them (parity 1). Now a column whose least and largest values are equal is fitted mean = that value,
-    std 0, in memory and streamed. Failed before the fix (value 0)."""
+    separates them (parity 1). Now a column StandardScaler calls constant (runtime.encoding.fit_batches: its
+    variance within scikit-learn's _is_constant_feature bound) is fitted mean = that value (the exact mean of the
+    rows, rounded) and std 1.0, in memory and streamed. Failed before the fix (value 0)."""
     import warnings
 
     import skops.io as sio

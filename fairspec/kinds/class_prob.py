@@ -375,8 +375,18 @@ def _binary_column(prop, ctx, progress, backend: str, kind, model, no) -> Verdic
     labels = readout.classes
     name = (lambda i: repr(labels[i]) if labels else str(i))
     what = "every class" if prop.cls == ir.EVERY_CLASS else f"class {name(prop.cls)}"
+    from fairspec.kinds.pair_runtime import real_softmax
+
+    if real_softmax(prop, model):       # a one-output logit network: [1 - p, p], p the REAL logistic
+        too = " too" if prop.cls == ir.EVERY_CLASS else ""
+        return no(f"the {backend} backend decides prob(m(x), c) of this one-output logit network for its positive "
+                  f"class {name(pos)} only (prob(m(x)): p, the real logistic of its logit); {what} reads 1 - p{too}, "
+                  f"whose pair differences are p's exactly (|(1 - p) - (1 - p')| = |p - p'| in the reals): write "
+                  f"|prob(m(x)) - prob(m(x'))|, decided the same way, or decide it on a domain small enough to "
+                  f"enumerate")
+    column = (f"predict_proba's column {pos}" if getattr(model, "format", None) not in ("onnx", "torch")
+              else "its one output")
     return no(f"the {backend} backend decides prob(m(x), c) of this binary model for its positive class "
-              f"{name(pos)} only (prob(m(x)), predict_proba's column {pos}); {what} reads the other column too, "
-              f"whose runtime value 1 - p is rounded apart from the positive one's: write "
-              f"|prob(m(x)) - prob(m(x'))| (the same differences to 2^-53), or decide it on a domain small "
-              f"enough to enumerate")
+              f"{name(pos)} only (prob(m(x)), {column}); {what} reads the other column too, whose runtime value "
+              f"1 - p is rounded apart from the positive one's: write |prob(m(x)) - prob(m(x'))| (the same "
+              f"differences to 2^-53), or decide it on a domain small enough to enumerate")

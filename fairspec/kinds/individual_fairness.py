@@ -163,15 +163,19 @@ def unread_by_enumeration(prop: ir.IndividualFairness, v, ctx, backend: str, fmt
     max_rows and seed are not said again where lint's FS213 said them (sema.options: no data rows, a
     require, maximize; a seed nothing reads); a seed of 0 is the default, and not told from none."""
     from fairspec.planning import setting
-    from fairspec.sema.options import no_pre_pass, seed_unread
+    from fairspec.sema.options import no_pre_pass, output_columns, seed_unread
     from fairspec.verdict import with_note
 
     has_data = ctx.spec.feature_set(prop.features).data is not None
+    try:
+        columns = output_columns(ctx.spec.model(prop.model))   # as lint read it: its FS213 and these notes agree
+    except Exception:  # noqa: BLE001 - no declaration to read: not known
+        columns = None
     unread = [k for k in ("partitions", "part_timeout", "timeout", "engine") if prop.options.get(k) is not None]
-    if prop.options.max_rows is not None and no_pre_pass(prop, has_data, fmt) is None and \
+    if prop.options.max_rows is not None and no_pre_pass(prop, has_data, fmt, columns) is None and \
             setting(prop, "mode", backend) != "maximize":
         unread.append("max_rows")
-    if prop.options.seed and seed_unread(prop, backend, has_data, fmt) is None:
+    if prop.options.seed and seed_unread(prop, backend, has_data, fmt, columns) is None:
         unread.append("seed")
     how = "every pair of the small domain is enumerated on the model's runtime"
     for k in unread:

@@ -38,7 +38,8 @@ def threaded(est) -> bool:
 def threaded_forests(est, depth: int = 0) -> list:
     """Every threaded forest (:func:`threaded`) in the estimator: itself, a Pipeline's steps, a
     ColumnTransformer's transformers, an ensemble's fitted members (Voting, Stacking, Bagging, OneVsRest), a
-    CalibratedClassifierCV's calibrated members, a FrozenEstimator's model, nested."""
+    CalibratedClassifierCV's calibrated members, a FrozenEstimator's model, any other estimator among its
+    attributes (a TransformedTargetRegressor's regressor_), nested; each once."""
     if est is None or depth > 8:
         return []
     if threaded(est):
@@ -58,9 +59,19 @@ def threaded_forests(est, depth: int = 0) -> list:
     kids.extend(getattr(c, "estimator", None) for c in getattr(est, "calibrated_classifiers_", None) or ())
     if type(est).__name__ == "FrozenEstimator":
         kids.append(getattr(est, "estimator", None))
+    # any other estimator it holds (a TransformedTargetRegressor's regressor_, a search's best_estimator_, ...):
+    # one more forest found only refuses more, one missed reads a threaded model as one function
+    for v in list(vars(est).values()) if hasattr(est, "__dict__") else ():
+        for k in (v if isinstance(v, (list, tuple)) else v.values() if isinstance(v, dict) else [v]):
+            if hasattr(k, "get_params") and not isinstance(k, type) and all(k is not j for j in kids):
+                kids.append(k)
+    seen = []
     for k in kids:
-        if k is not None and not isinstance(k, str):
-            out.extend(threaded_forests(k, depth + 1))
+        if k is not None and not isinstance(k, str) and all(k is not j for j in seen):
+            seen.append(k)
+            for f in threaded_forests(k, depth + 1):
+                if all(f is not g for g in out):
+                    out.append(f)
     return out
 
 
@@ -137,8 +148,11 @@ def _skops_forests(node, depth: int = 0):
                 return json.loads(v["content"]) if isinstance(v, dict) and v.get("__loader__") == "JsonNode" else None
             except (KeyError, TypeError, ValueError):
                 return None
-        if _threads(num("n_jobs"), num("n_estimators")):
-            yield node["__class__"], num("n_jobs"), num("n_estimators")
+        fitted = inner.get("estimators_") if isinstance(inner, dict) else None
+        trees = len(fitted["content"]) if isinstance(fitted, dict) and isinstance(fitted.get("content"), list) \
+            else num("n_estimators")            # the fitted trees, as check counts them (n_estimators may be reset)
+        if _threads(num("n_jobs"), trees):
+            yield node["__class__"], num("n_jobs"), trees
         return
     for v in node.values():
         if isinstance(v, (dict, list)):
@@ -155,8 +169,10 @@ def _pickle_forests(obj, depth: int = 0, seen=None):
     if isinstance(obj, _Stub):
         st = _state(obj)
         if obj._qual[1] in FORESTS:
-            if _threads(st.get("n_jobs"), st.get("n_estimators")):
-                yield obj._qual[1], st.get("n_jobs"), st.get("n_estimators")
+            fitted = st.get("estimators_")
+            trees = len(fitted) if isinstance(fitted, (list, tuple)) else st.get("n_estimators")
+            if _threads(st.get("n_jobs"), trees):
+                yield obj._qual[1], st.get("n_jobs"), trees
             return
         for v in st.values():
             yield from _pickle_forests(v, depth + 1, seen)

@@ -152,11 +152,23 @@ def _no_pre_pass(ck, prop) -> str | None:
     if prop.kind != "individual_fairness":
         return None
     fs = ck.feature_sets.get(prop.features)
-    return no_pre_pass(prop, fs is None or fs.data is not None, getattr(ck.models.get(prop.model), "format", None))
+    decl = ck.models.get(prop.model)
+    return no_pre_pass(prop, fs is None or fs.data is not None, getattr(decl, "format", None), output_columns(decl))
 
 
-def no_pre_pass(prop, has_data: bool, fmt: str | None) -> str | None:
-    """:func:`_no_pre_pass` on what it reads: whether the feature set has data rows, the model's format."""
+def output_columns(decl) -> int | None:
+    """An ONNX model's output column count as lint reads it (models.peek.peek_output_columns); None for any
+    other format or where the file does not say. The loaded model's verdict notes read the same."""
+    if getattr(decl, "format", None) != "onnx" or getattr(decl, "path", None) is None:
+        return None
+    from fairspec.models.peek import peek_output_columns
+
+    return peek_output_columns("onnx", decl.path, getattr(decl, "output", None))
+
+
+def no_pre_pass(prop, has_data: bool, fmt: str | None, columns: int | None = None) -> str | None:
+    """:func:`_no_pre_pass` on what it reads: whether the feature set has data rows, the model's format, its
+    output's column count (:func:`output_columns`; None: not known)."""
     if not has_data:
         return f"feature set '{prop.features}' has no data rows to flip before the solver runs"
     if getattr(prop.options, "mode", None) == "maximize":
@@ -167,18 +179,29 @@ def no_pre_pass(prop, has_data: bool, fmt: str | None) -> str | None:
         # kinds/multi_pairs and kinds/class_prob: enumeration, the solvers; no flips (a tree model's are
         # kinds/tree_outputs', which read max_rows; logit(m(x), c) beyond small domains is the logit post of
         # column c -- forall c: of each column --, kinds/logit_column, whose data rows are flipped first as
-        # logit(m(x))'s)
+        # logit(m(x))'s). A one-output network's positive class 1 is prob(m(x)) (kinds/class_prob's
+        # _binary_column), whose data rows are flipped first: nothing said where the class may be that one
+        if prop.cls == 1 and columns in (None, 1):
+            return None
+        if columns == 1:
+            return ("a one-output network's prob(m(x), c) is decided without flipping data rows first, except "
+                    "for its positive class 1 (decided as prob(m(x)), its data rows flipped first)")
+        if columns is None:
+            return ("a network's prob(m(x), c) is decided without flipping data rows first (but for a one-output "
+                    "network's positive class 1, decided as prob(m(x)))")
         return "a network's prob(m(x), c) is decided without flipping data rows first"
     return None
 
 
 def _seed_unread(ck, prop, backend: str | None) -> str | None:
     fs = ck.feature_sets.get(prop.features)
-    return seed_unread(prop, backend, fs is None or fs.data is not None,
-                       getattr(ck.models.get(prop.model), "format", None))
+    decl = ck.models.get(prop.model)
+    return seed_unread(prop, backend, fs is None or fs.data is not None, getattr(decl, "format", None),
+                       output_columns(decl))
 
 
-def seed_unread(prop, backend: str | None, has_data: bool, fmt: str | None) -> str | None:
+def seed_unread(prop, backend: str | None, has_data: bool, fmt: str | None,
+                columns: int | None = None) -> str | None:
     """Why ``seed`` draws nothing for a pair property, when the spec alone says so (lint's FS213; the
     verdict notes of kinds.individual_fairness.unread_by_enumeration say it when it does not); else None.
     Its readers there: the seeded sample of ``max_rows`` data rows flipped first
@@ -188,7 +211,8 @@ def seed_unread(prop, backend: str | None, has_data: bool, fmt: str | None) -> s
     The solvers (HiGHS, SCIP, z3) run with a fixed seed of their own: the same answer every run."""
     if prop.kind != "individual_fairness":
         return None
-    flips = prop.options.max_rows is not None and (backend == "data" or no_pre_pass(prop, has_data, fmt) is None)
+    flips = prop.options.max_rows is not None and (backend == "data" or
+                                                        no_pre_pass(prop, has_data, fmt, columns) is None)
     if flips:
         return None
     if backend == "data":
