@@ -335,3 +335,153 @@ def test_a_violated_distribution_value_prints_on_its_side_and_a_tie_as_the_tie(t
     assert "the value is 0.2545455;" in v["di"].reason, v["di"].reason
     assert v["lt"].status == "violated" and "the value is 0.41;" in v["lt"].reason, v["lt"].reason
     assert "(0.1400), most favoured P (0.5500)" in v["lt"].reason, v["lt"].reason   # the exact PPVs, 0.55 - 0.14
+
+
+# --- 4. a job that raises what is no refusal is an internal error (exit 4), never an undecided part -----------
+
+def _crash_on_3(shared, item):
+    if item == 3:
+        raise IndexError("index 7 is out of bounds for axis 0 with size 7")
+    return item
+
+
+def _refuse_on_3(shared, item):
+    from fairspec.verdict import Unsupported
+
+    if item == 3:
+        raise Unsupported("this construct is refused")
+    return item
+
+
+def test_a_job_that_raises_a_bug_is_a_crash_and_a_refusal_is_a_reason():
+    """A job's IndexError went to on_error, which the backends make an undecided partition / case / resample
+    (the property unknown, exit 3, which fail-on-unknown: false lets pass). It raises JobCrashed now, on
+    every executor, whatever on_error says; a refusal (a class fairspec defines) is still on_error's."""
+    from fairspec.runtime.executor import JobCrashed, ProcessExecutor, SerialExecutor
+
+    pool = ProcessExecutor(workers=1)
+    try:
+        for ex in (SerialExecutor(), pool):
+            with pytest.raises(JobCrashed, match=r"a job raised IndexError: index 7 .*\(at test_audit_s36_gates.py:"):
+                ex.map(_crash_on_3, [1, 3], on_error=lambda item, why: "undecided")
+            assert ex.map(_refuse_on_3, [1, 3], on_error=lambda item, why: ("unknown", why)) == \
+                [1, ("unknown", "Unsupported: this construct is refused")]
+    finally:
+        pool.shutdown(wait=False)
+
+
+def test_a_partition_whose_job_raises_is_no_undecided_partition(monkeypatch):
+    """solve_partitioned's _failed_part made a partition whose job raised 'unknown' (the property unknown)."""
+    from conftest import protected_weight_net
+
+    import fairspec.backends.milp.partition as part
+    from fairspec.backends.pair import PairProblem
+    from fairspec.runtime.executor import JobCrashed, SerialExecutor
+
+    net = protected_weight_net(2, 1.0, True, False, name="crash")
+    p = PairProblem(net, lo=[0, 0, 0, 0], hi=[31, 31, 15, 1], integer=[True] * 4, free=(3,), post="label")
+    parts = part.fairify_partitions(p, threshold=8)
+
+    def crash(shared, item):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(part, "_solve_part", crash)
+    with pytest.raises(JobCrashed, match="KeyError"):
+        part.solve_partitioned(p, "prove", parts=parts, time_per_part=1.0, time_limit=3600.0, unions=False,
+                               falsify=False, retries=(), executor=SerialExecutor())
+
+
+def test_a_property_whose_backend_job_crashed_is_an_internal_error_naming_it(tmp_path, monkeypatch):
+    """The pipeline reads a backend's JobCrashed as the backend's own exception: exit 4, the property named."""
+    import fairspec
+    from fairspec.runtime.executor import SerialExecutor
+
+    spec = _empty(tmp_path, body="property q {\n  statistical_parity(r, groups sex) <= 0.99\n}\n"
+                                 "property k {\n  statistical_parity(r, groups sex) <= 0.999\n}\n")
+    import fairspec.kinds.on_data as on_data
+
+    real = on_data.run
+
+    def crashing(prop, ctx, progress=None):
+        if prop.name == "q":
+            SerialExecutor().map(_crash_on_3, [3], on_error=lambda item, why: "undecided")
+        return real(prop, ctx, progress)
+
+    monkeypatch.setattr(on_data, "run", crashing)
+    rep = fairspec.check(spec, workers=1)
+    by = {v.name: v for v in rep}
+    assert rep.exit_code == 4 and not rep.ok, rep
+    assert by["q"].status == "unknown" and "internal error: a job raised IndexError" in by["q"].reason
+    assert by["k"].status == "holds"
+    assert rep.report.internal_errors == [f"q: a job raised IndexError: index 7 is out of bounds for axis 0 with "
+                                          f"size 7 (at test_audit_s36_gates.py:{_crash_on_3.__code__.co_firstlineno + 2})"]
+
+
+# --- 5. a Dask job whose worker died each time it ran it (KilledWorker) is an internal error, as locally -------
+
+class _Raising:
+    status = "finished"
+
+    def __init__(self, e):
+        self.e = e
+
+    def done(self):
+        return True
+
+    def result(self, timeout=None):
+        raise self.e
+
+
+class _OneJobClient:
+    def __init__(self, future):
+        self.future = future
+
+    def submit(self, *a, **kw):
+        return self.future
+
+    def scatter(self, data, **kw):
+        return [_Raising(None)]
+
+    def cancel(self, futures):
+        pass
+
+
+def _dask(future):
+    from fairspec.runtime import executor as ex_mod
+
+    ex = ex_mod.DaskExecutor.__new__(ex_mod.DaskExecutor)
+    ex.client, ex.address, ex.retries, ex.workers = _OneJobClient(future), "tcp://10.0.0.1:8786", 2, 1
+    ex.lost_after, ex._scattered, ex.POLL = 20.0, {}, 0.0
+    return ex
+
+
+def test_a_dask_job_whose_worker_was_killed_for_good_is_an_internal_error():
+    """distributed's KilledWorker (the job's worker died allowed-failures times) made the property unknown
+    ('the job failed: ...', exit 3); a dying pool worker is exit 4 (test above): so is this one now. A job's
+    own IndexError raised back through the scheduler is a crash; a refusal and a cancellation keep their reason."""
+    from types import SimpleNamespace
+
+    pytest.importorskip("distributed")
+    from distributed.client import FutureCancelledError
+    from distributed.scheduler import KilledWorker
+
+    from fairspec.pipeline import _failed_job
+    from fairspec.runtime.executor import JobCrashed, WorkerDied
+    from fairspec.verdict import Unsupported
+
+    killed = KilledWorker("_dask_call-1", SimpleNamespace(address="tcp://10.0.0.2:40000"), 3)
+    with pytest.raises(WorkerDied, match="died each time it ran it"):
+        _dask(_Raising(killed)).map(_item, [1], shared={}, on_error=lambda item, why: "undecided")
+    (out,) = _dask(_Raising(killed)).map(_item, [("k", "p", "group_metric")], shared={}, on_error=_failed_job)
+    assert out["verdict"].status == "unknown" and out["internal"].startswith("p: the Dask worker running the job died")
+    with pytest.raises(JobCrashed, match="IndexError"):
+        _dask(_Raising(IndexError("a bug"))).map(_item, [1], shared={}, on_error=lambda item, why: "undecided")
+    assert _dask(_Raising(Unsupported("refused"))).map(_item, [1], shared={}, on_error=lambda i, why: why) == \
+        ["Unsupported: refused"]
+    (why,) = _dask(_Raising(FutureCancelledError("_dask_call-1", reason="lost"))).map(
+        _item, [1], shared={}, on_error=lambda i, why: why)
+    assert "the Dask cluster cancelled the job" in why
+
+
+def _item(shared, item):
+    return item
