@@ -485,3 +485,21 @@ def test_a_dask_job_whose_worker_was_killed_for_good_is_an_internal_error():
 
 def _item(shared, item):
     return item
+
+
+# --- 6. the HTML group table prints the failing pair's rates as the text report prints a worst pair ----------
+
+def test_the_html_failing_rows_print_their_pair_so_its_difference_keeps_its_side():
+    """Statistical parity 0.10004 against `<= 0.1`, violated: the failing rows' cells read 0.2000 and 0.3000
+    (4 decimals each, on no threshold of their own), a difference of exactly 0.1 -- the claim looked met."""
+    from fairspec.verdict import Verdict
+
+    rows = [{"group": "F", "rows": 50, "positives": 10, "positive_rate": 0.2},
+            {"group": "M", "rows": 50, "positives": 15, "positive_rate": 0.30004}]
+    v = Verdict("dp", "group_metric", "violated", value=0.10004, backend="data", thresholds=(0.1,),
+                details={"groups": rows, "rates": ["positive_rate"], "groups_label": "sex", "op": "<=",
+                         "threshold": 0.1, "worst_pair": {"low": "F", "low_rate": 0.2, "high": "M",
+                                                          "high_rate": 0.30004}})
+    out = _html(v)
+    assert "<td class=num>0.20000" in out and "<td class=num>0.30004" in out, out
+    assert "<td class=num>0.2000<" not in out and "<td class=num>0.3000<" not in out
