@@ -503,3 +503,60 @@ def test_the_html_failing_rows_print_their_pair_so_its_difference_keeps_its_side
     out = _html(v)
     assert "<td class=num>0.20000" in out and "<td class=num>0.30004" in out, out
     assert "<td class=num>0.2000<" not in out and "<td class=num>0.3000<" not in out
+
+
+# --- 7. the last numbers printed beside a threshold without the shared printer (literals.shown) --------------
+
+def test_the_data_backends_move_it_to_keeps_its_side_of_the_threshold():
+    """A lost replicate's reason said 'move it to 0.1000' for an interval end of 0.10004 past `<= 0.1`."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from fairspec.backends.data.constant import lost_reason
+
+    prop = SimpleNamespace(metric="statistical_parity", op="<=", threshold=0.1)
+    boot = np.full(999, 0.10004)
+    why = lost_reason(prop, "holds", boot, np.array([0.05]), ["F"], 0.05, 0.05)
+    assert why is not None and "move it to 0.1001 " in why and "0.1000" not in why, why
+
+
+def test_a_multiclass_tables_shares_keep_their_side_of_the_threshold():
+    """The class shares' cell printed 3 decimals: a share of 0.10004 beside `<= 0.1` read 0.100."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from fairspec.backends.data.outputs import _table
+
+    n = 25000
+    pred = np.zeros(n, dtype=np.int64)
+    pred[:2501] = 1                                        # 2501 / 25000 = 0.10004
+    g = np.zeros(n, dtype=np.int64)
+    mdef = SimpleNamespace(output="multiclass", quantity="class_distance")
+    model = SimpleNamespace(readout=SimpleNamespace(classes=None))
+    (row,) = _table(mdef, ["all"], g, pred, None, None, np.array([n]), np.array([True]), np.array([False]), 2,
+                    model, 1, None, np.ones(n), (0.1,))
+    assert row["class_shares"] == "0 0.900, 1 0.10004", row
+
+
+def test_a_pba_tables_percentages_keep_their_side_of_the_threshold():
+    """The PBA table printed one decimal: a share of 0.89996 beside `pba(...) >= 0.9` read 90.0%."""
+    from fairspec.backends.pba.aggregate import _pct, _pct_of
+
+    assert _pct(0.89996, (0.9,)) == "89.996%" and _pct(0.9, (0.9,)) == "90.0%" and _pct(0.5, (0.9,)) == "50.0%"
+    assert _pct(None) == "-" and _pct(0.123) == "12.3%"
+    # a range's low end rounded down (outward): 89.9, not 90.0 on the threshold
+    assert _pct_of({"sp": 0.5, "sp_range": [0.89996, 0.95]}, "sp", (0.9,)) == "89.9-95.0%"
+
+
+def test_a_k_discrimination_explanation_keeps_its_numbers_on_their_side():
+    """describe printed 2 decimals: a mean k of 1.996 against the high-k cut k >= 2 read 2.00, a path's
+    difference of 0.1051 against delta 0.1055 read 0.11 (above it)."""
+    from fairspec.backends.search.explain import Explanation, Path, describe
+
+    path = Path((), mean_k=2.5, mean_k_negated=1.9949, diff=0.1051, support=10, high_share=0.5, volume=0.1)
+    out = describe(Explanation((path,), (path,), kappa=2.0, high_rule=">=", n_samples=100, k_init=3, mean_k=1.996,
+                               tree_accuracy=0.9, delta=0.1055))
+    assert "mean k 1.996," in out and "2.00," not in out, out
+    assert "vs 1.99 negated (diff 0.105)" in out, out
