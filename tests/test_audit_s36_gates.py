@@ -560,3 +560,24 @@ def test_a_k_discrimination_explanation_keeps_its_numbers_on_their_side():
                                tree_accuracy=0.9, delta=0.1055))
     assert "mean k 1.996," in out and "2.00," not in out, out
     assert "vs 1.99 negated (diff 0.105)" in out, out
+
+
+def test_a_job_crash_after_ctrl_c_is_the_interrupt_not_an_internal_error(tmp_path, monkeypatch):
+    """A solver stopped by Ctrl-C may raise in its job: the property is interrupted (the signal's exit code),
+    not an internal error."""
+    import fairspec
+    import fairspec.kinds.on_data as on_data
+    from fairspec import interrupt
+    from fairspec.runtime.executor import SerialExecutor
+
+    spec = _empty(tmp_path, body="property q {\n  statistical_parity(r, groups sex) <= 0.99\n}\n")
+
+    def crashing(prop, ctx, progress=None):
+        monkeypatch.setattr(interrupt, "requested", lambda: True)
+        SerialExecutor().map(_crash_on_3, [3], on_error=lambda item, why: "undecided")
+
+    monkeypatch.setattr(on_data, "run", crashing)
+    rep = fairspec.check(spec, workers=1)
+    (v,) = list(rep)
+    assert v.status == "unknown" and "interrupted" in v.reason and not rep.report.internal_errors, (v, rep)
+    assert rep.report.interrupted
