@@ -8,7 +8,13 @@ is as bad as a wrong proof. Each test here failed before its fix.
   minimal / achieved printed 4 (3) digits: 0.79996 against ``>= 0.8`` read 0.8000. They keep their side now.
 * A pool's worker process that died (killed, out of memory) left its property ``unknown`` (exit 3): under
   ``fail-on-unknown: false`` / ``allow_unknown`` the run passed, checking nothing. It is an internal error
-  (exit 4), as a backend's bug is."""
+  (exit 4), as a backend's bug is.
+* A job that raised (an IndexError in a partition's job) left its part undecided and the property unknown: it
+  is an internal error naming the property, on every executor (JobCrashed); a refusal (a class fairspec
+  defines) still leaves it undecided with the reason. On Dask, a job whose worker died each time (KilledWorker)
+  is exit 4 as a dying pool worker is.
+* The HTML group table's failing rows, the PBA table's percentages, a multiclass table's shares, the data
+  backend's lost-replicate reason and k-discrimination's explanation print their numbers on their side."""
 
 from __future__ import annotations
 
