@@ -385,7 +385,7 @@ def _run_property(prop, ctx, progress=None) -> dict:
     """Decide one property: {"verdict"} or {"error"} (a bad model/data file), with what it loaded."""
     from fairspec.models import ModelLoadError
     from fairspec.runtime.data import DataError
-    from fairspec.runtime.jobs import WorkerDied
+    from fairspec.runtime.jobs import JobCrashed, WorkerDied
 
     p = plan(prop, ctx.spec)
     backend = p.backend or "/".join(p.candidates) or None
@@ -420,6 +420,18 @@ def _run_property(prop, ctx, progress=None) -> dict:
         out["internal"] = f"{prop.name}: {e}"
         v = unknown(prop, f"internal error: {e} while the {backend} backend ran; nothing was decided",
                     backend=backend)
+    except JobCrashed as e:  # a job of the backend's raised what is no refusal (a bug, a crash): as if it raised here
+        from fairspec import interrupt
+
+        if os.environ.get("FAIRSPEC_DEBUG"):
+            raise
+        if interrupt.requested():  # a solver stopped by Ctrl-C raised in its job: the signal's, not a bug
+            out["interrupted"] = True
+            v = unknown(prop, _interrupted("before it was decided"), backend=backend)
+        else:
+            out["internal"] = f"{prop.name}: {e}"
+            v = unknown(prop, f"internal error: {e} while the {backend} backend ran; nothing was decided "
+                              "(this is a fairspec bug)", backend=backend)
     except Exception as e:  # noqa: BLE001 - a bug in a backend: say so, keep the other verdicts
         if os.environ.get("FAIRSPEC_DEBUG"):
             raise

@@ -8,7 +8,13 @@ is as bad as a wrong proof. Each test here failed before its fix.
   minimal / achieved printed 4 (3) digits: 0.79996 against ``>= 0.8`` read 0.8000. They keep their side now.
 * A pool's worker process that died (killed, out of memory) left its property ``unknown`` (exit 3): under
   ``fail-on-unknown: false`` / ``allow_unknown`` the run passed, checking nothing. It is an internal error
-  (exit 4), as a backend's bug is."""
+  (exit 4), as a backend's bug is.
+* A job that raised (an IndexError in a partition's job) left its part undecided and the property unknown: it
+  is an internal error naming the property, on every executor (JobCrashed); a refusal (a class fairspec
+  defines) still leaves it undecided with the reason. On Dask, a job whose worker died each time (KilledWorker)
+  is exit 4 as a dying pool worker is.
+* The HTML group table's failing rows, the PBA table's percentages, a multiclass table's shares, the data
+  backend's lost-replicate reason and k-discrimination's explanation print their numbers on their side."""
 
 from __future__ import annotations
 
@@ -335,3 +341,249 @@ def test_a_violated_distribution_value_prints_on_its_side_and_a_tie_as_the_tie(t
     assert "the value is 0.2545455;" in v["di"].reason, v["di"].reason
     assert v["lt"].status == "violated" and "the value is 0.41;" in v["lt"].reason, v["lt"].reason
     assert "(0.1400), most favoured P (0.5500)" in v["lt"].reason, v["lt"].reason   # the exact PPVs, 0.55 - 0.14
+
+
+# --- 4. a job that raises what is no refusal is an internal error (exit 4), never an undecided part -----------
+
+def _crash_on_3(shared, item):
+    if item == 3:
+        raise IndexError("index 7 is out of bounds for axis 0 with size 7")
+    return item
+
+
+def _refuse_on_3(shared, item):
+    from fairspec.verdict import Unsupported
+
+    if item == 3:
+        raise Unsupported("this construct is refused")
+    return item
+
+
+def test_a_job_that_raises_a_bug_is_a_crash_and_a_refusal_is_a_reason():
+    """A job's IndexError went to on_error, which the backends make an undecided partition / case / resample
+    (the property unknown, exit 3, which fail-on-unknown: false lets pass). It raises JobCrashed now, on
+    every executor, whatever on_error says; a refusal (a class fairspec defines) is still on_error's."""
+    from fairspec.runtime.executor import JobCrashed, ProcessExecutor, SerialExecutor
+
+    pool = ProcessExecutor(workers=1)
+    try:
+        for ex in (SerialExecutor(), pool):
+            with pytest.raises(JobCrashed, match=r"a job raised IndexError: index 7 .*\(at test_audit_s36_gates.py:"):
+                ex.map(_crash_on_3, [1, 3], on_error=lambda item, why: "undecided")
+            assert ex.map(_refuse_on_3, [1, 3], on_error=lambda item, why: ("unknown", why)) == \
+                [1, ("unknown", "Unsupported: this construct is refused")]
+    finally:
+        pool.shutdown(wait=False)
+
+
+def test_a_partition_whose_job_raises_is_no_undecided_partition(monkeypatch):
+    """solve_partitioned's _failed_part made a partition whose job raised 'unknown' (the property unknown)."""
+    from conftest import protected_weight_net
+
+    import fairspec.backends.milp.partition as part
+    from fairspec.backends.pair import PairProblem
+    from fairspec.runtime.executor import JobCrashed, SerialExecutor
+
+    net = protected_weight_net(2, 1.0, True, False, name="crash")
+    p = PairProblem(net, lo=[0, 0, 0, 0], hi=[31, 31, 15, 1], integer=[True] * 4, free=(3,), post="label")
+    parts = part.fairify_partitions(p, threshold=8)
+
+    def crash(shared, item):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(part, "_solve_part", crash)
+    with pytest.raises(JobCrashed, match="KeyError"):
+        part.solve_partitioned(p, "prove", parts=parts, time_per_part=1.0, time_limit=3600.0, unions=False,
+                               falsify=False, retries=(), executor=SerialExecutor())
+
+
+def test_a_property_whose_backend_job_crashed_is_an_internal_error_naming_it(tmp_path, monkeypatch):
+    """The pipeline reads a backend's JobCrashed as the backend's own exception: exit 4, the property named."""
+    import fairspec
+    from fairspec.runtime.executor import SerialExecutor
+
+    spec = _empty(tmp_path, body="property q {\n  statistical_parity(r, groups sex) <= 0.99\n}\n"
+                                 "property k {\n  statistical_parity(r, groups sex) <= 0.999\n}\n")
+    import fairspec.kinds.on_data as on_data
+
+    real = on_data.run
+
+    def crashing(prop, ctx, progress=None):
+        if prop.name == "q":
+            SerialExecutor().map(_crash_on_3, [3], on_error=lambda item, why: "undecided")
+        return real(prop, ctx, progress)
+
+    monkeypatch.setattr(on_data, "run", crashing)
+    rep = fairspec.check(spec, workers=1)
+    by = {v.name: v for v in rep}
+    assert rep.exit_code == 4 and not rep.ok, rep
+    assert by["q"].status == "unknown" and "internal error: a job raised IndexError" in by["q"].reason
+    assert by["k"].status == "holds"
+    assert rep.report.internal_errors == [f"q: a job raised IndexError: index 7 is out of bounds for axis 0 with "
+                                          f"size 7 (at test_audit_s36_gates.py:{_crash_on_3.__code__.co_firstlineno + 2})"]
+
+
+# --- 5. a Dask job whose worker died each time it ran it (KilledWorker) is an internal error, as locally -------
+
+class _Raising:
+    status = "finished"
+
+    def __init__(self, e):
+        self.e = e
+
+    def done(self):
+        return True
+
+    def result(self, timeout=None):
+        raise self.e
+
+
+class _OneJobClient:
+    def __init__(self, future):
+        self.future = future
+
+    def submit(self, *a, **kw):
+        return self.future
+
+    def scatter(self, data, **kw):
+        return [_Raising(None)]
+
+    def cancel(self, futures):
+        pass
+
+
+def _dask(future):
+    from fairspec.runtime import executor as ex_mod
+
+    ex = ex_mod.DaskExecutor.__new__(ex_mod.DaskExecutor)
+    ex.client, ex.address, ex.retries, ex.workers = _OneJobClient(future), "tcp://10.0.0.1:8786", 2, 1
+    ex.lost_after, ex._scattered, ex.POLL = 20.0, {}, 0.0
+    return ex
+
+
+def test_a_dask_job_whose_worker_was_killed_for_good_is_an_internal_error():
+    """distributed's KilledWorker (the job's worker died allowed-failures times) made the property unknown
+    ('the job failed: ...', exit 3); a dying pool worker is exit 4 (test above): so is this one now. A job's
+    own IndexError raised back through the scheduler is a crash; a refusal and a cancellation keep their reason."""
+    from types import SimpleNamespace
+
+    pytest.importorskip("distributed")
+    from distributed.client import FutureCancelledError
+    from distributed.scheduler import KilledWorker
+
+    from fairspec.pipeline import _failed_job
+    from fairspec.runtime.executor import JobCrashed, WorkerDied
+    from fairspec.verdict import Unsupported
+
+    killed = KilledWorker("_dask_call-1", SimpleNamespace(address="tcp://10.0.0.2:40000"), 3)
+    with pytest.raises(WorkerDied, match="died each time it ran it"):
+        _dask(_Raising(killed)).map(_item, [1], shared={}, on_error=lambda item, why: "undecided")
+    (out,) = _dask(_Raising(killed)).map(_item, [("k", "p", "group_metric")], shared={}, on_error=_failed_job)
+    assert out["verdict"].status == "unknown" and out["internal"].startswith("p: the Dask worker running the job died")
+    with pytest.raises(JobCrashed, match="IndexError"):
+        _dask(_Raising(IndexError("a bug"))).map(_item, [1], shared={}, on_error=lambda item, why: "undecided")
+    assert _dask(_Raising(Unsupported("refused"))).map(_item, [1], shared={}, on_error=lambda i, why: why) == \
+        ["Unsupported: refused"]
+    (why,) = _dask(_Raising(FutureCancelledError("_dask_call-1", reason="lost"))).map(
+        _item, [1], shared={}, on_error=lambda i, why: why)
+    assert "the Dask cluster cancelled the job" in why
+
+
+def _item(shared, item):
+    return item
+
+
+# --- 6. the HTML group table prints the failing pair's rates as the text report prints a worst pair ----------
+
+def test_the_html_failing_rows_print_their_pair_so_its_difference_keeps_its_side():
+    """Statistical parity 0.10004 against `<= 0.1`, violated: the failing rows' cells read 0.2000 and 0.3000
+    (4 decimals each, on no threshold of their own), a difference of exactly 0.1 -- the claim looked met."""
+    from fairspec.verdict import Verdict
+
+    rows = [{"group": "F", "rows": 50, "positives": 10, "positive_rate": 0.2},
+            {"group": "M", "rows": 50, "positives": 15, "positive_rate": 0.30004}]
+    v = Verdict("dp", "group_metric", "violated", value=0.10004, backend="data", thresholds=(0.1,),
+                details={"groups": rows, "rates": ["positive_rate"], "groups_label": "sex", "op": "<=",
+                         "threshold": 0.1, "worst_pair": {"low": "F", "low_rate": 0.2, "high": "M",
+                                                          "high_rate": 0.30004}})
+    out = _html(v)
+    assert "<td class=num>0.20000" in out and "<td class=num>0.30004" in out, out
+    assert "<td class=num>0.2000<" not in out and "<td class=num>0.3000<" not in out
+
+
+# --- 7. the last numbers printed beside a threshold without the shared printer (literals.shown) --------------
+
+def test_the_data_backends_move_it_to_keeps_its_side_of_the_threshold():
+    """A lost replicate's reason said 'move it to 0.1000' for an interval end of 0.10004 past `<= 0.1`."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from fairspec.backends.data.constant import lost_reason
+
+    prop = SimpleNamespace(metric="statistical_parity", op="<=", threshold=0.1)
+    boot = np.full(999, 0.10004)
+    why = lost_reason(prop, "holds", boot, np.array([0.05]), ["F"], 0.05, 0.05)
+    assert why is not None and "move it to 0.1001 " in why and "0.1000" not in why, why
+
+
+def test_a_multiclass_tables_shares_keep_their_side_of_the_threshold():
+    """The class shares' cell printed 3 decimals: a share of 0.10004 beside `<= 0.1` read 0.100."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from fairspec.backends.data.outputs import _table
+
+    n = 25000
+    pred = np.zeros(n, dtype=np.int64)
+    pred[:2501] = 1                                        # 2501 / 25000 = 0.10004
+    g = np.zeros(n, dtype=np.int64)
+    mdef = SimpleNamespace(output="multiclass", quantity="class_distance")
+    model = SimpleNamespace(readout=SimpleNamespace(classes=None))
+    (row,) = _table(mdef, ["all"], g, pred, None, None, np.array([n]), np.array([True]), np.array([False]), 2,
+                    model, 1, None, np.ones(n), (0.1,))
+    assert row["class_shares"] == "0 0.900, 1 0.10004", row
+
+
+def test_a_pba_tables_percentages_keep_their_side_of_the_threshold():
+    """The PBA table printed one decimal: a share of 0.89996 beside `pba(...) >= 0.9` read 90.0%."""
+    from fairspec.backends.pba.aggregate import _pct, _pct_of
+
+    assert _pct(0.89996, (0.9,)) == "89.996%" and _pct(0.9, (0.9,)) == "90.0%" and _pct(0.5, (0.9,)) == "50.0%"
+    assert _pct(None) == "-" and _pct(0.123) == "12.3%"
+    # a range's low end rounded down (outward): 89.9, not 90.0 on the threshold
+    assert _pct_of({"sp": 0.5, "sp_range": [0.89996, 0.95]}, "sp", (0.9,)) == "89.9-95.0%"
+
+
+def test_a_k_discrimination_explanation_keeps_its_numbers_on_their_side():
+    """describe printed 2 decimals: a mean k of 1.996 against the high-k cut k >= 2 read 2.00, a path's
+    difference of 0.1051 against delta 0.1055 read 0.11 (above it)."""
+    from fairspec.backends.search.explain import Explanation, Path, describe
+
+    path = Path((), mean_k=2.5, mean_k_negated=1.9949, diff=0.1051, support=10, high_share=0.5, volume=0.1)
+    out = describe(Explanation((path,), (path,), kappa=2.0, high_rule=">=", n_samples=100, k_init=3, mean_k=1.996,
+                               tree_accuracy=0.9, delta=0.1055))
+    assert "mean k 1.996," in out and "2.00," not in out, out
+    assert "vs 1.99 negated (diff 0.105)" in out, out
+
+
+def test_a_job_crash_after_ctrl_c_is_the_interrupt_not_an_internal_error(tmp_path, monkeypatch):
+    """A solver stopped by Ctrl-C may raise in its job: the property is interrupted (the signal's exit code),
+    not an internal error."""
+    import fairspec
+    import fairspec.kinds.on_data as on_data
+    from fairspec import interrupt
+    from fairspec.runtime.executor import SerialExecutor
+
+    spec = _empty(tmp_path, body="property q {\n  statistical_parity(r, groups sex) <= 0.99\n}\n")
+
+    def crashing(prop, ctx, progress=None):
+        monkeypatch.setattr(interrupt, "requested", lambda: True)
+        SerialExecutor().map(_crash_on_3, [3], on_error=lambda item, why: "undecided")
+
+    monkeypatch.setattr(on_data, "run", crashing)
+    rep = fairspec.check(spec, workers=1)
+    (v,) = list(rep)
+    assert v.status == "unknown" and "interrupted" in v.reason and not rep.report.internal_errors, (v, rep)
+    assert rep.report.interrupted

@@ -152,7 +152,7 @@ def print_text(report, console) -> None:
             try:
                 from fairspec.backends.pba import render_table
 
-                render_table(v.details["table"], console)
+                render_table(v.details["table"], console, thresholds=v.thresholds)
             except Exception as e:  # noqa: BLE001 - a table is a courtesy; the verdict stands
                 say(console, f"(pba table not shown: {e})")
         if v.details and v.details.get("explanation"):  # spec text (paths, the guardrail): printed whole,

@@ -34,8 +34,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from fairspec.diagnostics.visible import visible, visible_value
-from fairspec.report import (bound_texts, cell_text, charts, group_columns, output_row, rounds_note, value_text,
-                             verdict_notes)
+from fairspec.report import (bound_texts, cell_text, charts, group_columns, output_row, pair_texts, rounds_note,
+                             value_text, verdict_notes)
 from fairspec.syntax import literals
 from fairspec.report.target import ReportWriteError, check_path, html_roots  # noqa: F401 (the command line's names)
 
@@ -252,11 +252,12 @@ def _property(v, i: int, prefix: str = "", options: dict | None = None) -> str:
     return "".join(out)
 
 
-def _with_interval(row: dict, key: str, thresholds=()) -> str:
+def _with_interval(row: dict, key: str, thresholds=(), shown: str | None = None) -> str:
     """A rate with its bootstrap interval when the backend gave one: 0.4234 [0.3996, 0.4464]; each
-    number on its side of the claim's ``thresholds`` (cell_text, literals.shown)."""
+    number on its side of the claim's ``thresholds`` (cell_text, literals.shown); ``shown``: the rate's text
+    when it is one of the failing pair's (pair_texts)."""
     e = _e
-    text = e(cell_text(row.get(key), thresholds))
+    text = e(shown if shown is not None else cell_text(row.get(key), thresholds))
     iv = row.get(f"{key}_interval")
     if isinstance(iv, (list, tuple)) and len(iv) == 2 and all(isinstance(x, (int, float)) for x in iv):
         text += (f" <span class=interval>[{literals.shown(iv[0], thresholds, end='low')}, "
@@ -496,14 +497,21 @@ def _group_metric(v) -> str:
     counted = any("counted" in r for r in d["groups"])
     worst = d.get("worst_pair") or {}
     failing = {worst.get("low"): "lowest", worst.get("high"): "highest"} if v.status == "violated" else {}
+    # the failing pair's two rates as the text report prints a worst pair (pair_texts, literals.shown_pair):
+    # their printed difference or ratio on the claim's side that theirs is (0.2 and 0.30004 against <= 0.1
+    # printed 0.2000 and 0.3000 in their cells, a difference of exactly 0.1)
+    pair = dict(zip(("lowest", "highest"), pair_texts(v, worst))) if failing else {}
+    rate_of = {"lowest": worst.get("low_rate"), "highest": worst.get("high_rate")}
     rows = []
     for r in d["groups"]:
         flag = ("excluded" if r.get("excluded") else cell_text(r["counted"])) if counted else None
         mark = failing.get(str(r["group"]))
         cls = " class=failing" if mark else ""
         name = _v(str(r["group"])) + (f" <span class=fails>&#x2717; {mark}, fails the claim</span>" if mark else "")
-        rows.append(f"<tr{cls}><td>{name}</td>" + "".join(f"<td class=num>{_with_interval(r, k, v.thresholds)}</td>"
-                                                         for k, _ in cols)
+        own = (lambda k, m=mark: pair[m] if m in pair and isinstance(r.get(k), float) and r.get(k) == rate_of[m]
+               else None)
+        rows.append(f"<tr{cls}><td>{name}</td>" + "".join(f"<td class=num>{_with_interval(r, k, v.thresholds, own(k))}"
+                                                         "</td>" for k, _ in cols)
                     + (f"<td>{e(flag)}</td>" if counted else "") + "</tr>")
     if d.get("overall"):
         rows.append("<tr class=overall><td>all rows</td>" + "".join(

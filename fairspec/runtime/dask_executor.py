@@ -2,7 +2,8 @@
 item order) on a running ``dask.distributed`` scheduler (``--cluster tcp://host:8786`` or
 ``FAIRSPEC_CLUSTER``), which ``get_executor`` hands out when one is configured. Jobs are retried when their worker is lost (the scheduler
 reschedules them) or when they raise (``retries``); a job that fails for good comes back
-through ``on_error``, and so does a job the cluster cancels (its scattered data was lost with
+through ``on_error`` (unless its worker died each time it ran it, or it raised what is no refusal: then it is
+an internal error, as locally: :func:`_dask_failed`), and so does a job the cluster cancels (its scattered data was lost with
 the worker holding it) and every job not done once the cluster has had no worker for
 ``lost_after`` seconds (FAIRSPEC_CLUSTER_TIMEOUT, default 20: the scheduler would hold it for a
 worker forever), as does every job of a map whose shared data finds no worker to go to in that
@@ -28,8 +29,8 @@ import threading
 
 from fairspec.runtime import job_clock
 from fairspec.runtime.job_clock import Overrun
-from fairspec.runtime.jobs import (JobError, _chunked, _Failed, _finish, _reason, _resolve_shared, _run_chunk,
-                                   _tune_malloc, _unchunk, configure)
+from fairspec.runtime.jobs import (JobError, _chunked, _Failed, _failed, _finish, _reason, _resolve_shared,
+                                   _run_chunk, _tune_malloc, _unchunk, configure)
 
 __all__ = ["DaskExecutor"]
 
@@ -70,6 +71,27 @@ def _dask_reason(e: BaseException) -> str:
         return (f"the Dask cluster cancelled the job (the data it needed was lost with the worker that held "
                 f"it): {_reason(e)}")
     return _reason(e)
+
+
+def _dask_failed(e: BaseException) -> _Failed:
+    """A job that failed for good on the cluster (``future.result()`` raised ``e``): its worker died each time
+    it ran it (distributed's KilledWorker, after the scheduler's allowed failures) is the run's failure, an
+    internal error (exit code 4) as a dead pool worker is locally (``died``); a job the cluster cancelled or
+    could not reach keeps its reason (unknown); an exception the job itself raised is read as a local job's
+    is (:func:`fairspec.runtime.jobs._failed`: a refusal is a reason, anything else a crash)."""
+    from concurrent.futures import CancelledError
+
+    if type(e).__name__ == "KilledWorker":
+        try:
+            said = f": {_reason(e)}"
+        except Exception:  # noqa: BLE001 - its message reads attributes a pickled copy may lack
+            said = ""
+        return _Failed(f"the Dask worker running the job died each time it ran it (killed, out of memory)"
+                       f"{said}", died=True)
+    if isinstance(e, (CancelledError, OSError)) or \
+            (type(e).__module__ or "").split(".")[0] in ("distributed", "tornado", "dask"):
+        return _Failed(_dask_reason(e))          # the cluster's failure to run it, not the job's answer
+    return _failed(e)
 
 
 def _check_address(address: str) -> None:
@@ -246,7 +268,7 @@ class DaskExecutor:
                 except TimeoutError:  # no answer: left where it is, to the loop
                     continue
                 except Exception as e:  # noqa: BLE001 - as the loop would say it
-                    taken[j] = _Failed(_dask_reason(e))
+                    taken[j] = _dask_failed(e)
             done.append(f)
         with contextlib.suppress(Exception):  # the scheduler gone: nothing to release
             self.client.cancel(done)  # a finished job's result is released, nothing else
@@ -335,7 +357,7 @@ class DaskExecutor:
                         moved = self._move_off_held(futures, i, given_up, submit, placed)
                         _count_moved(given_up, moved)
                 except Exception as e:  # noqa: BLE001 - the job failed for good (after retries, or lost workers)
-                    outs.append(_Failed(_dask_reason(e)))
+                    outs.append(_dask_failed(e))
                     break
         return outs
 

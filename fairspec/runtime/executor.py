@@ -8,9 +8,11 @@ not with every item: the network and the problem travel once per worker. Alterna
 the shared state inside each worker, once per worker (e.g. loading the spec's models and data).
 Results are returned in item order, so whatever executor runs them, the report is the same.
 
-A job that raises is a failure, not a lost result: with ``on_error=lambda item, reason: ...``
-its result is what ``on_error`` returns (callers make it an ``unknown`` verdict with the reason);
-without it the error is raised as :class:`JobError`. A pool's worker process that dies (killed, out of
+A job that raises a refusal (an exception class fairspec defines: Unsupported, a file's error, a budget) is
+a failure, not a lost result: with ``on_error=lambda item, reason: ...`` its result is what ``on_error``
+returns (callers make it an ``unknown`` verdict with the reason); without it the error is raised as
+:class:`JobError`. A job that raises anything else (IndexError, a library's error: a bug, a crash) is the
+run's failure: ``map`` raises :class:`JobCrashed` (an internal error, exit code 4) as for a dead worker. A pool's worker process that dies (killed, out of
 memory) is no job's failure but the run's: ``map`` raises :class:`WorkerDied` (an internal error, exit
 code 4), unless ``on_error`` takes it (``on_error.takes_death``: the properties' map of the pipeline,
 which keeps the other properties' verdicts).
@@ -48,11 +50,12 @@ from typing import Any, Callable, Protocol, Sequence
 
 from fairspec.runtime.dask_executor import _DASK, DaskExecutor
 from fairspec.runtime.job_clock import Overrun
-from fairspec.runtime.jobs import (_CONFIG, SINGLE_THREAD_ENV, WORKER_ENV, JobError, WorkerDied, _chunked, _Failed,
-                                   _finish, _guarded, _reason, _resolve_shared, _run_chunk, _tune_malloc, _unchunk,
-                                   configure)
+from fairspec.runtime.jobs import (_CONFIG, SINGLE_THREAD_ENV, WORKER_ENV, JobCrashed, JobError, WorkerDied, _chunked,
+                                   _Failed, _failed, _finish, _guarded, _resolve_shared, _run_chunk, _tune_malloc,
+                                   _unchunk, configure)
 
-__all__ = ["Executor", "SerialExecutor", "ProcessExecutor", "DaskExecutor", "JobError", "WorkerDied", "Overrun",
+__all__ = ["Executor", "SerialExecutor", "ProcessExecutor", "DaskExecutor", "JobError", "WorkerDied", "JobCrashed",
+           "Overrun",
            "configure",
            "get_executor", "default_executor", "configured_workers", "process_pool", "shutdown_pools"]
 
@@ -266,7 +269,7 @@ def _worker_call(job):
     except Exception as e:  # noqa: BLE001 - the shared state cannot be built: every item fails with the reason
         if os.environ.get("FAIRSPEC_DEBUG"):
             raise
-        return _Failed(_reason(e))
+        return _failed(e)
     return _run_chunk(fn, state, items)
 
 

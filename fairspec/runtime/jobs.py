@@ -37,14 +37,51 @@ class WorkerDied(RuntimeError):
     (exit code 4), which ``fail-on-unknown: false`` and ``allow_unknown`` do not let pass, not an unknown."""
 
 
+class JobCrashed(RuntimeError):
+    """A job raised an exception that is no refusal of fairspec's (an IndexError, a library's error, a
+    MemoryError): a bug or a crash of the run, never an answer of the job's, whatever executor ran it. As
+    :class:`WorkerDied`, ``map`` raises it whatever ``on_error`` is, unless ``on_error.takes_death`` (then
+    called with a :class:`DeathReason`): the caller's property is an internal error (exit code 4). A refusal
+    -- an exception class fairspec defines (``Unsupported``, ``UnsupportedModel``, ``ModelLoadError``,
+    ``DataError``, ``JobError``, a backend's budget or size limit, ``ProofRefused``) or a ``TimeoutError`` --
+    still goes to ``on_error``, which makes it an unknown / undecided with the reason (:func:`_failed`)."""
+
+
 class DeathReason(str):
-    """The reason an ``on_error`` that takes a dead worker (``takes_death``) is called with."""
+    """The reason an ``on_error`` that takes a dead worker or a crashed job (``takes_death``) is called with."""
 
 
 @dataclass(frozen=True)
 class _Failed:
     reason: str
     died: bool = False  # the worker process holding the job died (ProcessExecutor: BrokenProcessPool)
+    crashed: bool = False  # the job raised what is no refusal (JobCrashed): an internal error
+
+
+def _is_refusal(e: BaseException) -> bool:
+    """Whether a job's exception is a refusal its caller's ``on_error`` may turn into an unknown: a class
+    fairspec defines (raised on purpose: Unsupported, a file's error, a budget...) or a time-out. A builtin's
+    or a library's exception (IndexError, KeyError, a solver's error) is a crash: an internal error."""
+    if isinstance(e, (JobCrashed, WorkerDied)):
+        return False
+    if isinstance(e, TimeoutError):
+        return True
+    return any((c.__module__ or "").split(".")[0] == "fairspec" for c in type(e).__mro__)
+
+
+def _where(e: BaseException) -> str:
+    """The innermost frame of ``e``'s traceback, as ' (at file.py:line)' ('' without one)."""
+    import traceback
+
+    frames = traceback.extract_tb(e.__traceback__) if e.__traceback__ is not None else []
+    return f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
+
+
+def _failed(e: BaseException) -> "_Failed":
+    """A job's exception as its failure: a refusal's reason for ``on_error``, or a crash (``crashed``)."""
+    if _is_refusal(e):
+        return _Failed(_reason(e))
+    return _Failed(f"a job raised {_reason(e)}{_where(e)}", crashed=True)
 
 
 
@@ -97,9 +134,11 @@ def _finish(items, results, on_error):
         if isinstance(r, _Failed):
             if r.died and not getattr(on_error, "takes_death", False):
                 raise WorkerDied(r.reason)
+            if r.crashed and not getattr(on_error, "takes_death", False):
+                raise JobCrashed(r.reason)
             if on_error is None:
                 raise JobError(r.reason)
-            r = on_error(it, DeathReason(r.reason) if r.died else r.reason)
+            r = on_error(it, DeathReason(r.reason) if r.died or r.crashed else r.reason)
         out.append(r)
     return out
 
@@ -107,10 +146,10 @@ def _finish(items, results, on_error):
 def _guarded(fn, state, item):
     try:
         return fn(state, item)
-    except Exception as e:  # noqa: BLE001 - a failing job becomes a reason, never a lost result
+    except Exception as e:  # noqa: BLE001 - a failing job becomes a reason (or a crash), never a lost result
         if os.environ.get("FAIRSPEC_DEBUG"):
             raise
-        return _Failed(_reason(e))
+        return _failed(e)
 
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from fairspec import ir
 from fairspec.analyses.group_rates import METRICS, uses_label
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
+from fairspec.syntax.literals import shown as _shown
 
 
 def constant_reason(prop: ir.GroupMetric, ctx, cells: np.ndarray, sizes: np.ndarray, eligible,
@@ -192,7 +193,9 @@ def lost_reason(prop: ir.GroupMetric, status: str, boot, rest, groups, alpha: fl
         end = max(end, value) if upper else min(end, value)
         if _CLAIM_OPS[prop.op](end, float(prop.threshold)) == (status == "holds"):
             return None
-    where = "leave it open" if end is None else f"move it to {end:.4f}"
+    # on its side of the threshold it is past (0.10004 against <= 0.1 read 'move it to 0.1000'), rounded outward
+    where = "leave it open" if end is None else \
+        f"move it to {_shown(end, (prop.threshold,), end='high' if upper else 'low', style='f')}"
     return (f"{k} of {N} bootstrap replicates drew no row into the denominator of a quantity {prop.metric} "
             f"compares in {', '.join(groups)} (defined on the rows): such a replicate's value is undefined, and "
             f"counted against the verdict they {where} at the interval's {'upper' if upper else 'lower'} end, "

@@ -366,11 +366,12 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
                                  f"'{data.name}' needs target = COLUMN", backend="data")
         target = truth                     # the true class per row (-1: no class of the model)
     value, per = _metric(mdef, g, pred, target, w1, eligible, G, mode, loss, K)
+    ts = (prop.threshold,)
     details["groups"] = _table(mdef, names, g, pred, target, truth, sizes, eligible, excluded, K, model, G, loss,
-                               w1)
+                               w1, ts)
     details["overall"] = {k: x for k, x in _table(mdef, ["all rows"], np.zeros_like(g), pred, target, truth,
                                                   np.array([n]), np.array([True]), np.array([False]), K, model, 1,
-                                                  loss, w1)[0].items() if k not in ("group", "counted")}
+                                                  loss, w1, ts)[0].items() if k not in ("group", "counted")}
     details["rates"] = ((["class_shares", "confusion_matrix"] + (["class_tprs", "class_fprs"] if mdef.quantity ==
                                                                   "class_odds" else [])) if multiclass else
                         ["mean_prediction", "mean_error", "mae", "rmse"] + (["loss"] if mdef.quantity == "loss" else []))
@@ -595,10 +596,11 @@ def _metric(mdef, g, pred, target, w, eligible, G, mode, loss, K):
     return metric_from_rows(mdef, g, pred, target, w, eligible, G, mode, loss, K)
 
 
-def _table(mdef, names, g, pred, target, truth, sizes, eligible, excluded, K, model, G, loss, w) -> list[dict]:
+def _table(mdef, names, g, pred, target, truth, sizes, eligible, excluded, K, model, G, loss, w, ts=()) -> list[dict]:
     """Per group: rows, and what the metric compares (class shares; mean prediction, mean error,
     MAE, RMSE); a multiclass model's confusion matrix (rows: true class, columns: predicted) when
-    the data has a target."""
+    the data has a target. The shares' and odds' texts print each number on its side of the claim's
+    ``ts`` (:func:`_one`: 0.10004 against ``<= 0.1`` read 0.100)."""
     from fairspec.analyses.output_metrics import class_shares, group_means
 
     out = []
@@ -609,7 +611,7 @@ def _table(mdef, names, g, pred, target, truth, sizes, eligible, excluded, K, mo
             r = {"group": name, "rows": int(sizes[k]), "counted": bool(eligible[k]),
                  "class_share": {labels[j]: (None if np.isnan(shares[k, j]) else float(shares[k, j]))
                                  for j in range(K)}}
-            r["class_shares"] = ", ".join(f"{labels[j]} {shares[k, j]:.3f}" for j in range(K)) \
+            r["class_shares"] = ", ".join(f"{labels[j]} {_one(shares[k, j], ts)}" for j in range(K)) \
                 if sizes[k] else None
             if mdef.quantity == "class_odds" and truth is not None:
                 from fairspec.analyses.output_metrics import class_odds
@@ -620,7 +622,7 @@ def _table(mdef, names, g, pred, target, truth, sizes, eligible, excluded, K, mo
                 r["class_fpr"] = {labels[j]: (None if np.isnan(odds[k, j, 1]) else float(odds[k, j, 1]))
                                   for j in range(K)}
                 for key, col in (("class_tprs", 0), ("class_fprs", 1)):
-                    r[key] = ", ".join(f"{labels[j]} {'-' if np.isnan(odds[k, j, col]) else f'{odds[k, j, col]:.3f}'}"
+                    r[key] = ", ".join(f"{labels[j]} {'-' if np.isnan(odds[k, j, col]) else _one(odds[k, j, col], ts)}"
                                        for j in range(K)) if sizes[k] else None
             if truth is not None:
                 sel = (g == k) & (truth >= 0)

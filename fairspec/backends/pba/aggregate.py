@@ -120,44 +120,63 @@ def _range(r: dict, key: str, yes, tied, sel) -> None:
         r[f"{key}_range"] = [_share((yes & ~tied).sum(), sel.sum()), _share((yes | tied).sum(), sel.sum())]
 
 
-def _pct(v) -> str:
-    return "-" if v is None else f"{100 * v:.1f}%"
+def _pct(v, ts=(), end: str | None = None) -> str:
+    """A share as a percentage, one decimal, more where one would put it on another side of one of the claim's
+    thresholds ``ts`` (shares in [0, 1], as the spec writes them) than it is, or on one it is not on
+    (literals.shown, on 100 x the share's shortest decimal): 0.89996 against ``>= 0.9`` read 90.0%."""
+    if v is None:
+        return "-"
+    from fractions import Fraction
+
+    from fairspec.syntax.literals import shown
+
+    if not isinstance(v, float) or v != v or abs(v) == float("inf"):
+        return f"{100 * v:.1f}%"
+    scaled = []
+    for t in ts or ():
+        try:
+            scaled.append(100 * (Fraction(repr(float(t))) if isinstance(t, float) else Fraction(t)))
+        except (TypeError, ValueError, OverflowError):
+            continue
+    q = 100 * Fraction(repr(v))          # a share of counts, read as its shortest decimal (0.9 is 9 / 10)
+    return shown(float(q), tuple(scaled), digits=1, style="f", end=end, exact=q) + "%"
 
 
-def _pct_of(r: dict, key: str) -> str:
+def _pct_of(r: dict, key: str, ts=()) -> str:
     """A group metric's cell: its range where one batch decides it (``key + "_range"``), else its share."""
     got = r.get(f"{key}_range")
-    return _pct(r[key]) if not got else f"{100 * got[0]:.1f}-{_pct(got[1])}"
+    return _pct(r[key], ts) if not got else f"{_pct(got[0], ts, 'low')[:-1]}-{_pct(got[1], ts, 'high')}"
 
 
 _METRICS = ("n", "SP", "TPR", "CFA", "RB obs", "RB flip")
 _SHARES = ("PBA obs", "(des./undes.)", "PBA flip", "(des./undes.)", "undecided")
 
 
-def _cells(r: dict, cols) -> list[str]:
+def _cells(r: dict, cols, ts=()) -> list[str]:
     oc, fc = r["observed_counts"], r["flipped_counts"]
-    cells = {"n": str(r["n"]), "SP": _pct_of(r, "sp"), "TPR": _pct_of(r, "tpr"), "CFA": _pct_of(r, "cfa"),
-             "RB obs": _pct(r.get("rb_observed")), "RB flip": _pct(r.get("rb_flipped")),
+    cells = {"n": str(r["n"]), "SP": _pct_of(r, "sp", ts), "TPR": _pct_of(r, "tpr", ts), "CFA": _pct_of(r, "cfa", ts),
+             "RB obs": _pct(r.get("rb_observed"), ts), "RB flip": _pct(r.get("rb_flipped"), ts),
              "undecided": str(oc["unknown"] + fc["unknown"])}
     row = []
     for i, col in enumerate(cols):
         if col in ("PBA obs", "PBA flip"):
-            row.append(_pct(r[f"pba_{'observed' if col == 'PBA obs' else 'flipped'}"]))
+            row.append(_pct(r[f"pba_{'observed' if col == 'PBA obs' else 'flipped'}"], ts))
         elif col == "(des./undes.)":
             s = "observed" if cols[i - 1] == "PBA obs" else "flipped"
-            row.append(f"{_pct(r[f'pba_{s}_desirable'])}/{_pct(r[f'pba_{s}_undesirable'])}")
+            row.append(f"{_pct(r[f'pba_{s}_desirable'], ts)}/{_pct(r[f'pba_{s}_undesirable'], ts)}")
         else:
             row.append(cells[col])
     return row
 
 
-def render_table(agg: Aggregate | dict, console=None, title: str = "PBA fairness"):
+def render_table(agg: Aggregate | dict, console=None, title: str = "PBA fairness", thresholds=()):
     """Rich table(s) of the aggregate (printed when a console is given; returned either way).
 
     One table on a wide terminal; below 130 columns the group metrics and the PBA shares are
     two tables, each fitting 80 columns.  On a console, no value is cut with an ellipsis: every
     number column is as wide as its header and its longest value, the group column takes the
-    rest and folds a long name; a console too narrow for that gets one block per group."""
+    rest and folds a long name; a console too narrow for that gets one block per group. ``thresholds``: the
+    claim's (the verdict's), which no printed share is rounded onto or across (:func:`_pct`)."""
     from rich.table import Table
     from rich.text import Text
 
@@ -171,7 +190,7 @@ def render_table(agg: Aggregate | dict, console=None, title: str = "PBA fairness
     names = [visible_value(r["group"]) for r in d["rows"]]
     out = []
     for name, cols in layouts:
-        rows = [_cells(r, cols) for r in d["rows"]]
+        rows = [_cells(r, cols, thresholds) for r in d["rows"]]
         widths = [max([cell_len(col)] + [cell_len(row[i]) for row in rows]) for i, col in enumerate(cols)]
         group = max([5] + [cell_len(n) for n in names])
         if console is not None:  # the group column gets what the numbers leave (3 cells a column for rules)

@@ -395,13 +395,21 @@ def format_path(path: Path | Sequence[Predicate], names: Sequence[str] | None = 
 def describe(expl: Explanation, names: Sequence[str] | None = None, decoder: Decoder | None = None,
              integer: Sequence[bool] | np.ndarray | None = None) -> str:
     """A short human report of the kept paths."""
+    from fairspec.syntax.literals import shown
+
+    # a mean k beside the high-k cut and a path's difference beside delta keep their side of it (a mean k of
+    # 1.996 against k >= 2 read 2.00; a kept difference of 0.1 against delta 0.105 read 0.10)
+    cut = (expl.kappa,)
     lines = [f"high k: k {expl.high_rule} {expl.kappa:g} (95th percentile of {expl.n_samples} samples, "
-             f"mean k {expl.mean_k:.2f}, starting k {expl.k_init}); tree accuracy {expl.tree_accuracy:.2f}"]
+             f"mean k {shown(float(expl.mean_k), cut, digits=2, style='f')}, starting k {expl.k_init}); "
+             f"tree accuracy {expl.tree_accuracy:.2f}"]
     if not expl.paths:
         lines.append(f"no path with mean-k difference >= {_num(expl.delta)}")
     for i, p in enumerate(expl.paths, 1):
         lines.append(f"{i}. {format_path(p, names, decoder, 'x', integer)}")
-        lines.append(f"   mean k {p.mean_k:.2f} vs {p.mean_k_negated:.2f} negated (diff {p.diff:.2f}), "
+        mk, mn = (shown(float(x), cut, digits=2, style="f") for x in (p.mean_k, p.mean_k_negated))
+        diff = shown(float(p.diff), (expl.delta,), digits=2, style="f")
+        lines.append(f"   mean k {mk} vs {mn} negated (diff {diff}), "
                      f"{p.support} samples, {p.volume:.3g} of the domain")
     return "\n".join(lines)
 

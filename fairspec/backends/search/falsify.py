@@ -30,6 +30,8 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from fairspec.syntax.literals import shown as _shown
+
 from .post import Post
 from .space import Space
 
@@ -390,7 +392,7 @@ def falsify(evaluate: Callable[[np.ndarray], np.ndarray], space: Space, post: Po
     ws = rec.witnesses()
     status = "violated" if ws else "unknown"
     reason = "" if ws else (f"no violation found in {evals} model evaluations ({seconds:.1f} s); "
-                            f"best objective {rec.best_obj:.4g} (> 0 would be a violation)")
+                            f"best objective {_shown(float(rec.best_obj), (0,))} (> 0 would be a violation)")
     return SearchResult(status, "search", ws, len(rec.ids), rec.first, seconds, evals, rounds,
                         float(rec.best_obj), rec.best_pair, dict(rec.by_source), seed, reason,
                         rec.ids.capped, rec.first_witness)
