@@ -516,3 +516,33 @@ def test_the_ks_interval_is_plain_floats(compare):
     box = output_interval(types.SimpleNamespace(form="ks_distance"), g, pred, None, False, np.ones(2, dtype=bool),
                           compare, 0, 0.95)
     assert all(type(x) is float for x in box), [type(x) for x in box]
+
+
+def test_a_groups_rate_of_30_of_30_has_its_clopper_pearson_interval_not_the_bootstraps_point(tmp_path):
+    # r7: the per-group rate intervals of the table were the bootstrap's alone: [1, 1] for a group whose 30
+    # positives are all approved. Now each rate's own exact interval at the stated confidence (30 / 30:
+    # [0.025 ** (1 / 30), 1] = [0.8843, 1]), named so in the JSON and the HTML table; a weighted rate keeps the
+    # bootstrap's, named approximate. Failed before the fix ([1.0, 1.0], no details["rate_intervals"])
+    from fairspec.pipeline import check
+    from fairspec.report.html import render
+
+    g = [0] * 60 + [1] * 60
+    y = ([1] * 30 + [0] * 30) * 2
+    spec = _write(tmp_path, g, y, y, "property p { equal_opportunity(m, groups g) <= 0.2 }\n")
+    v = _check(spec)["p"]
+    for row in v.details["groups"]:
+        lo, hi = row["tpr_interval"]
+        assert abs(lo - 0.025 ** (1 / 30)) < 1e-9 and hi == 1.0, row
+    assert v.details["rate_intervals"]["method"].startswith("clopper_pearson"), v.details["rate_intervals"]
+    assert "95% Clopper-Pearson interval (not simultaneous)" in render(check(spec))
+
+    r = np.random.default_rng(0)
+    w = r.random(120) * 2
+    (tmp_path / "d.csv").write_text("g,dec,y,w\n" + "".join(f"{'AB'[a]},{b},{c},{x:.3f}\n"
+                                                            for a, b, c, x in zip(g, y, y, w)))
+    (tmp_path / "s.fair").write_text(SPEC.format(props=(
+        "property p {\n  equal_opportunity(m, groups g) <= 0.2\n  weight = w\n  bootstrap = 100\n}\n")))
+    v = _check(tmp_path / "s.fair")["p"]
+    assert v.details["rate_intervals"]["method"] == "bootstrap percentile (approximate)"
+    assert v.details["groups"][0]["tpr_interval"] == [1.0, 1.0]
+    assert "95% bootstrap intervals (approximate)" in render(check(tmp_path / "s.fair"))
