@@ -546,3 +546,32 @@ def test_a_groups_rate_of_30_of_30_has_its_clopper_pearson_interval_not_the_boot
     assert v.details["rate_intervals"]["method"] == "bootstrap percentile (approximate)"
     assert v.details["groups"][0]["tpr_interval"] == [1.0, 1.0]
     assert "95% bootstrap intervals (approximate)" in render(check(tmp_path / "s.fair"))
+
+
+def test_the_readme_says_where_the_approximation_note_goes(tmp_path):
+    # r7: README said the reason "ends" with the note; a violated reason names the failing groups after it and
+    # an unknown has none. README now says so; this pins both. Failed before the fix (README's old words)
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "an `unknown` (the threshold inside the interval) carries no such note" in readme
+    assert "and then names the groups that fail" in readme
+    r = np.random.default_rng(0)
+    n = 400
+    g, y, dec, w = r.integers(0, 2, n), r.integers(0, 2, n), (r.random(n) < 0.5).astype(int), r.random(n) * 2
+    w = np.round(w, 3)
+    rate = [float((w * dec)[g == k].sum() / w[g == k].sum()) for k in (0, 1)]
+    t = round(abs(rate[0] - rate[1]), 4)
+    (tmp_path / "d.csv").write_text("g,dec,y,w\n" + "".join(f"{'AB'[a]},{b},{c},{x:.3f}\n"
+                                                            for a, b, c, x in zip(g, dec, y, w)))
+    props = "".join(f"property {p} {{\n  statistical_parity(m, groups g) <= {x}\n  weight = w\n  bootstrap = 100\n}}\n"
+                    for p, x in (("h", 0.3), ("v", 0.001), ("u", t)))
+    (tmp_path / "s.fair").write_text(SPEC.format(props=props))
+    v = _check(tmp_path / "s.fair")
+    words = "(a bootstrap percentile interval, an approximation: "
+    assert v["h"].status == "holds" and v["h"].reason.rstrip(")").endswith(v["h"].details["interval"]["approximate"])
+    assert words in v["h"].reason, v["h"].reason
+    assert v["v"].status == "violated" and f"95% interval {words}" in v["v"].reason, v["v"].reason
+    assert v["v"].reason.index(words) < v["v"].reason.index("; lowest"), v["v"].reason
+    assert v["u"].status == "unknown" and words not in v["u"].reason, v["u"].reason
+    assert v["u"].details["interval"]["method"] == "bootstrap (approximate)"
