@@ -486,3 +486,92 @@ def test_a_multiclass_metric_with_a_declared_group_no_row_holds(tmp_path):
     for name in ("tv", "eo"):
         assert v[name].status == "holds" and "clopper_pearson" in v[name].details["interval"]["method"], v[name]
         assert v[name].bound[0] == 0.0 and 0.0 < v[name].bound[1] < 0.5, v[name].bound
+
+
+@pytest.mark.parametrize("form", ["class_distance", "class_odds", "ks_distance"])
+@pytest.mark.parametrize("compare,eligible", [("between_groups", [True, False]), ("to_overall", [False, False])])
+def test_the_output_interval_of_too_few_eligible_groups_is_the_metric_of_none(form, compare, eligible):
+    # r7: one eligible group between groups (or none to_overall) took the max of an empty array; the data
+    # backend refuses "fewer than 2 groups" first today, so the interval is that of a metric over no pair: 0
+    import types
+
+    from fairspec.backends.data.estimate_bounds import output_interval
+
+    g, pred = np.array([0, 0, 0, 1]), np.array([0, 1, 2, 1])
+    target = np.array([0, 1, 2, 1]) if form == "class_odds" else None
+    box = output_interval(types.SimpleNamespace(form=form), g, pred, target, False, np.array(eligible), compare, 3,
+                          0.95)
+    assert box == (0.0, 0.0) and all(type(x) is float for x in box)
+
+
+@pytest.mark.parametrize("compare", ["between_groups", "to_overall"])
+def test_the_ks_interval_is_plain_floats(compare):
+    # r7: the KS end points were np.float64 (eps from a numpy array) and reached the verdict's bound
+    import types
+
+    from fairspec.backends.data.estimate_bounds import output_interval
+
+    rng = np.random.default_rng(1)
+    g, pred = np.repeat(np.arange(2), 50), np.round(rng.normal(size=100), 1)
+    box = output_interval(types.SimpleNamespace(form="ks_distance"), g, pred, None, False, np.ones(2, dtype=bool),
+                          compare, 0, 0.95)
+    assert all(type(x) is float for x in box), [type(x) for x in box]
+
+
+def test_a_groups_rate_of_30_of_30_has_its_clopper_pearson_interval_not_the_bootstraps_point(tmp_path):
+    # r7: the per-group rate intervals of the table were the bootstrap's alone: [1, 1] for a group whose 30
+    # positives are all approved. Now each rate's own exact interval at the stated confidence (30 / 30:
+    # [0.025 ** (1 / 30), 1] = [0.8843, 1]), named so in the JSON and the HTML table; a weighted rate keeps the
+    # bootstrap's, named approximate. Failed before the fix ([1.0, 1.0], no details["rate_intervals"])
+    from fairspec.pipeline import check
+    from fairspec.report.html import render
+
+    g = [0] * 60 + [1] * 60
+    y = ([1] * 30 + [0] * 30) * 2
+    spec = _write(tmp_path, g, y, y, "property p { equal_opportunity(m, groups g) <= 0.2 }\n")
+    v = _check(spec)["p"]
+    for row in v.details["groups"]:
+        lo, hi = row["tpr_interval"]
+        assert abs(lo - 0.025 ** (1 / 30)) < 1e-9 and hi == 1.0, row
+    assert v.details["rate_intervals"]["method"].startswith("clopper_pearson"), v.details["rate_intervals"]
+    assert "95% Clopper-Pearson interval (not simultaneous)" in render(check(spec))
+
+    r = np.random.default_rng(0)
+    w = r.random(120) * 2
+    (tmp_path / "d.csv").write_text("g,dec,y,w\n" + "".join(f"{'AB'[a]},{b},{c},{x:.3f}\n"
+                                                            for a, b, c, x in zip(g, y, y, w)))
+    (tmp_path / "s.fair").write_text(SPEC.format(props=(
+        "property p {\n  equal_opportunity(m, groups g) <= 0.2\n  weight = w\n  bootstrap = 100\n}\n")))
+    v = _check(tmp_path / "s.fair")["p"]
+    assert v.details["rate_intervals"]["method"] == "bootstrap percentile (approximate)"
+    assert v.details["groups"][0]["tpr_interval"] == [1.0, 1.0]
+    assert "95% bootstrap intervals (approximate)" in render(check(tmp_path / "s.fair"))
+
+
+def test_the_readme_says_where_the_approximation_note_goes(tmp_path):
+    # r7: README said the reason "ends" with the note; a violated reason names the failing groups after it and
+    # an unknown has none. README now says so; this pins both. Failed before the fix (README's old words)
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "an `unknown` (the threshold inside the interval) carries no such note" in readme
+    assert "and then names the groups that fail" in readme
+    r = np.random.default_rng(0)
+    n = 400
+    g, y, dec, w = r.integers(0, 2, n), r.integers(0, 2, n), (r.random(n) < 0.5).astype(int), r.random(n) * 2
+    w = np.round(w, 3)
+    rate = [float((w * dec)[g == k].sum() / w[g == k].sum()) for k in (0, 1)]
+    t = round(abs(rate[0] - rate[1]), 4)
+    (tmp_path / "d.csv").write_text("g,dec,y,w\n" + "".join(f"{'AB'[a]},{b},{c},{x:.3f}\n"
+                                                            for a, b, c, x in zip(g, dec, y, w)))
+    props = "".join(f"property {p} {{\n  statistical_parity(m, groups g) <= {x}\n  weight = w\n  bootstrap = 100\n}}\n"
+                    for p, x in (("h", 0.3), ("v", 0.001), ("u", t)))
+    (tmp_path / "s.fair").write_text(SPEC.format(props=props))
+    v = _check(tmp_path / "s.fair")
+    words = "(a bootstrap percentile interval, an approximation: "
+    assert v["h"].status == "holds" and v["h"].reason.rstrip(")").endswith(v["h"].details["interval"]["approximate"])
+    assert words in v["h"].reason, v["h"].reason
+    assert v["v"].status == "violated" and f"95% interval {words}" in v["v"].reason, v["v"].reason
+    assert v["v"].reason.index(words) < v["v"].reason.index("; lowest"), v["v"].reason
+    assert v["u"].status == "unknown" and words not in v["u"].reason, v["u"].reason
+    assert v["u"].details["interval"]["method"] == "bootstrap (approximate)"

@@ -253,9 +253,9 @@ def _property(v, i: int, prefix: str = "", options: dict | None = None) -> str:
 
 
 def _with_interval(row: dict, key: str, thresholds=(), shown: str | None = None) -> str:
-    """A rate with its bootstrap interval when the backend gave one: 0.4234 [0.3996, 0.4464]; each
-    number on its side of the claim's ``thresholds`` (cell_text, literals.shown); ``shown``: the rate's text
-    when it is one of the failing pair's (pair_texts)."""
+    """A rate with its interval when the backend gave one: 0.4234 [0.3996, 0.4464]; each number on its side of
+    the claim's ``thresholds`` (cell_text, literals.shown); ``shown``: the rate's text when it is one of the
+    failing pair's (pair_texts)."""
     e = _e
     text = e(shown if shown is not None else cell_text(row.get(key), thresholds))
     iv = row.get(f"{key}_interval")
@@ -519,6 +519,8 @@ def _group_metric(v) -> str:
                                                                                           else "") + "</tr>")
     title = f"Per group ({e(d.get('groups_label') or 'groups')}" + (f", weighted by {e(d['weight'])}"
                                                                     if d.get("weight") else "") + ")"
+    if v.backend == "data" and any(k.endswith("_interval") for r in d["groups"] for k in r):
+        title += f"; [ ]: {e(_rate_interval_words(d))}"
     parts.append(f"<h3>{title}</h3><table><thead><tr><th>group</th>{head}"
                  f"{'<th>counted</th>' if counted else ''}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
     if d.get("excluded_groups"):
@@ -530,13 +532,23 @@ def _group_metric(v) -> str:
     return "".join(parts)
 
 
+def _rate_interval_words(d: dict) -> str:
+    """What the per-group rates' intervals are (details["rate_intervals"], the data backend's): each rate's own
+    exact Clopper-Pearson interval, or a bootstrap percentile interval, an approximation."""
+    ri = d.get("rate_intervals") or {}
+    conf = f"{ri.get('confidence', d.get('confidence', 0.95)):.0%}"
+    if str(ri.get("method", "")).startswith("clopper_pearson"):
+        return f"each rate's own {conf} Clopper-Pearson interval (not simultaneous)"
+    return f"{conf} bootstrap intervals (approximate)"
+
+
 def _rates_caption(v) -> str:
     d = v.details
     words = " and ".join(charts.RATE_WORDS.get(k, k) if v.backend == "data" else "positive rate"
                          for k in charts.compared_keys(v))
     cmp = "each group against the whole population" if d.get("compare") == "to_overall" else \
         "the highest group against the lowest"
-    ci = f"; bars show {d.get('confidence', 0.95):.0%} bootstrap intervals" if v.backend == "data" else ""
+    ci = f"; bars show {_rate_interval_words(d)}" if v.backend == "data" else ""
     return f"{words} per group ({cmp}){ci}. Right: {d.get('metric', 'the metric')} with its interval and the " \
            f"threshold {v.details.get('threshold', '')}".rstrip() + "."
 

@@ -94,6 +94,8 @@ def output_interval(mdef, g, pred, target, weighted: bool, eligible, mode: str, 
     el = np.flatnonzero(np.asarray(eligible, dtype=bool))
     G = len(eligible)                   # groups past the last row's (no row) too
     overall = mode != BETWEEN
+    if len(el) < (1 if overall else 2):   # no pair of groups (no group): the metric is 0 (as _between's)
+        return 0.0, 0.0
     a = 1.0 - confidence
     if mdef.form == "ks_distance":
         n_g = np.array([int((g == k).sum()) for k in el])
@@ -113,7 +115,7 @@ def output_interval(mdef, g, pred, target, weighted: bool, eligible, mode: str, 
                 for j in range(i + 1, len(el)):
                     ks = ks_distance(g, pred, w, [el[i], el[j]], BETWEEN)
                     lo, hi = max(lo, ks - eps[i] - eps[j]), max(hi, ks + eps[i] + eps[j])
-        return max(0.0, lo), min(1.0, hi)
+        return float(max(0.0, lo)), float(min(1.0, hi))           # plain floats (ks_distance's are numpy's)
     K, g, pred = int(K), np.asarray(g, dtype=np.int64), np.asarray(pred, dtype=np.int64)
     target = None if target is None else np.asarray(target, dtype=np.int64)
     if mdef.form == "class_distance":

@@ -1,8 +1,9 @@
 """The per-group table of a group metric's verdict (what the text, JSON and HTML reports show).
 
 Per group: rows, weight, positives, label positives, the rates the metric uses (and each one's
-bootstrap interval), benefit, ECE with its reliability bins, impact ratios from exact counts when
-the cells are whole numbers (:func:`exact_cells`); the same for the whole population.
+Clopper-Pearson interval on counted rows, else its bootstrap interval, named approximate), benefit, ECE with
+its reliability bins, impact ratios from exact counts when the cells are whole numbers (:func:`exact_cells`);
+the same for the whole population.
 Moved out of :mod:`fairspec.backends.data.metrics` (which counts, resamples and decides), unchanged;
 ``c`` is its :class:`~fairspec.backends.data.cell_counts.Counts` (not imported: metrics imports this module).
 """
@@ -36,9 +37,19 @@ def table_rates(prop: ir.GroupMetric, labelled: bool) -> list[str]:
 
 
 def rate_intervals(details: dict, prop: ir.GroupMetric, per_rate: dict, confidence: float) -> None:
-    """Each group's percentile interval of the rates its metric compares (``<rate>_interval``),
-    from the same bootstrap replicates as the metric's own interval (for the report's bars)."""
+    """Each group's interval of the rates its metric compares (``<rate>_interval``, for the report's bars) and
+    how it was made (``details["rate_intervals"]``): the exact Clopper-Pearson interval :func:`group_table` put
+    there (counted rows), else the percentile interval of the same bootstrap replicates as the metric's own
+    interval -- an approximation ([1, 1] for a group whose positives are all approved)."""
     alpha = 1.0 - confidence
+    exact = any(f"{'positive_rate' if r == 'selection_rate' else r}_interval" in row
+                for row in details["groups"] for r in METRICS[prop.metric].rates)
+    if METRICS[prop.metric].rates:
+        details["rate_intervals"] = (
+            {"method": "clopper_pearson (each rate alone, not simultaneous)", "confidence": confidence} if exact
+            else {"method": "bootstrap percentile (approximate)", "confidence": confidence})
+    if exact:
+        return
     for r in METRICS[prop.metric].rates:
         per = per_rate[r]  # [R, G]
         key = "positive_rate" if r == "selection_rate" else r
@@ -121,9 +132,38 @@ def group_table(prop: ir.GroupMetric, c, eligible, excluded) -> tuple[list[dict]
             ok = top and g["positive_rate"] is not None and not g.get("excluded")
             exact = ok and sel[k] is not None and top_x
             g["impact_ratio"] = (_r(float(sel[k] / top_x)) if exact else _r(g["positive_rate"] / top)) if ok else None
+    _exact_rate_intervals(prop, c, groups)
     overall = row(c.cells.sum(axis=0), c.sizes.sum(), *((c.bins.sum(axis=0), c.score_sums.sum(axis=0))
                                                          if c.bins is not None else ()))
     return groups, overall
+
+
+def _valid_rates(prop: ir.GroupMetric, c) -> bool:
+    """Each group's compared rates are binomial proportions (rows counted one by one, a decision fixed per
+    row): their Clopper-Pearson intervals are valid (not ``weight``; not ``rate = scoring``, decided by the
+    sample's own median)."""
+    return not c.weighted and prop.param("rate") != "scoring" and bool(np.all(c.cells == np.round(c.cells)))
+
+
+def _exact_rate_intervals(prop: ir.GroupMetric, c, groups: list[dict]) -> None:
+    """Each group's exact Clopper-Pearson interval of each rate its metric compares (``<rate>_interval``), at
+    the stated confidence for that rate alone (not simultaneous: the verdict's own box spends 1 - confidence
+    over every rate at once, :mod:`.rate_bounds`). A bootstrap percentile interval is [1, 1] for a group whose
+    positives are all approved; this one is not. Weighted or ``rate = scoring`` rows keep the bootstrap's
+    (:func:`rate_intervals`, which names it approximate)."""
+    if not _valid_rates(prop, c):
+        return
+    from fairspec.backends.data.rate_bounds import _num_den, clopper_pearson
+
+    alpha = 1.0 - prop.options.confidence
+    cells = np.asarray(c.cells, dtype=np.float64)
+    for r in METRICS[prop.metric].rates:
+        key = "positive_rate" if r == "selection_rate" else r
+        num, den = _num_den(cells, r)
+        lo, hi = clopper_pearson(num, np.maximum(den, 1), alpha)
+        for g, row in enumerate(groups):
+            if row.get(key) is not None and den[g] > 0:
+                row[f"{key}_interval"] = [_r(lo[g]), _r(hi[g])]
 
 
 def report_number(v) -> float:
