@@ -101,3 +101,13 @@ def test_row_budget_exact_and_strict_refusal():
     _, m, why = row_budget(1.0, [4, 5, 5], [10, 10, 10], 0.8, True, 1 / 30)
     assert m is None and "cannot be decided exactly" in why
     assert row_budget(1.2, [4, 5, 5], [10, 10, 10], 0.8, True, 0.11)[:2] == (3, None)     # 3.96 rows
+
+
+def test_row_budget_when_no_row_passes():
+    from fairspec.backends.repair.optimise import minimal_change, row_budget
+
+    # no row passes: 'some row passes' binds, minimal is 1 / N exactly, alpha x it x N = alpha rows
+    for sizes, c, strict, alpha in [([10, 10, 5], 0.8, False, 50.0), ([10, 10], 0.8, True, 1.0), ([10, 20, 30], 0.5, True, 3.0)]:
+        lp = minimal_change(np.zeros(len(sizes)), np.array(sizes), c, strict)
+        assert row_budget(alpha, [0] * len(sizes), sizes, c, strict, lp.minimal) == \
+            (int(alpha), Fraction(1, sum(sizes)), "")

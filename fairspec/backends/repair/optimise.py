@@ -664,6 +664,8 @@ def row_budget(alpha, passing, sizes, c, strict: bool, minimal: float) -> tuple[
     N = sum(_count(x) for x in sizes)
     a = threshold_of(alpha)
     m = _exact_minimal_strict2(passing, sizes, c) if strict else exact_minimal(passing, sizes, c)
+    if m is None and not any(_count(p) for p in passing):
+        m = _exact_minimal_none_pass(sizes, c, strict)
     if m is not None and abs(float(m) - minimal) <= 1e-7:
         return math.floor(a * m * N), m, ""
     rows = float(a) * minimal * N
@@ -696,3 +698,20 @@ def _exact_minimal_strict2(passing, sizes, c) -> Fraction | None:
         and n[0] * x[0] + n[1] * x[1] >= 1
     best = (n[0] * abs(x[0] - r[0]) + n[1] * abs(x[1] - r[1])) / (n[0] + n[1]) if ok else None
     return best
+
+
+def _exact_minimal_none_pass(sizes, c, strict: bool) -> Fraction | None:
+    """No row passes: 'some row passes' (sum n_g x_g >= 1) makes every LP point cost at least 1 / N, and
+    every rate 1 / N costs exactly that; it meets x_i >= c x_j (c <= 1), and for ``> c`` where
+    (1 - c) / N >= 1 / (n_i n_j b) for every pair. Otherwise None."""
+    cf = threshold_of(c)
+    n = [_count(x) for x in sizes]
+    N = sum(n)
+    if N == 0 or cf > 1 or 0 in n:
+        return None
+    if strict:
+        least = min(n)
+        second = sorted(n)[1] if len(n) > 1 else least
+        if (1 - cf) / N < Fraction(1, least * second * cf.denominator):   # the largest gap: the two smallest groups
+            return None
+    return Fraction(1, N)
