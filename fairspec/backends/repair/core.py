@@ -30,7 +30,7 @@ import numpy as np
 
 from fairspec.backends.repair.hypercubes import Cells, intersect, lex_points, make_cells, subset_boxes
 from fairspec.backends.repair.optimise import (UNCHECKED, Choice, Options, choose, choose_counts, choose_points,
-                                               exact_ratio, minimal_change, ratio_ok)
+                                               exact_ratio, minimal_change, ratio_ok, row_budget)
 from fairspec.backends.repair.patch import leaf_value, repaired_estimator
 from fairspec.certify.exact import threshold_of
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
@@ -141,7 +141,12 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
                               f"reaches > {_spec_number(pb.c)}")
     cells = make_cells(leaves, pb.group, dec)
     lp = minimal_change(before, sizes, pb.c, pb.strict)
-    budget = int(np.floor(pb.alpha * lp.minimal * N + 1e-9))
+    # exactly: a float alpha x minimal x N with a slack took 4.99999999968 rows as a budget of 5
+    budget, exact_min, why = row_budget(pb.alpha, base, sizes, pb.c, pb.strict, lp.minimal)
+    if why:
+        return Outcome("unknown", before, minimal=lp.minimal, decisions=dec, reason=why)
+    if exact_min is not None:
+        lp.minimal = float(exact_min)
     say(f"{len(cells)} cells ({kind}, {len(trees)} tree(s)); minimal semantic difference {lp.minimal:.4f} "
         f"({lp.minimal * N:.1f} rows); bound {budget} rows")
     out = Outcome("repaired", before, minimal=lp.minimal, desired=lp.rates, solver=pb.solver, budget=(budget, N))

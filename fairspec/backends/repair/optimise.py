@@ -624,3 +624,94 @@ def _points_milp(cell_of_point, group_of_point, sign_of_point, weight, n_cells, 
     if res.x is None:
         return "timeout", None
     return ("optimal" if res.status == 0 else "feasible"), res.x[:P] > 0.5
+
+
+def exact_minimal(passing, sizes, c) -> Fraction | None:
+    """The LP of IV-D for a goal ``>= c`` solved exactly, as a Fraction (share of rows), or None where
+    this closed form does not apply (every rate 0, or its optimum would have no passing row).
+
+    Any feasible x has all rates in a band [L, L / c]; clamping each x_g to it costs no more, so the
+    optimum is x_g = clamp(r_g, L, min(1, L / c)) for some L, and its cost is convex and piecewise
+    linear in L with breaks at 0, the r_g, the c r_g and c: the least of those is the optimum, unless it is
+    at L = 0 or has no passing row, where the LP's 'some row passes' binds (None: HiGHS's float is kept)."""
+    cf = threshold_of(c)
+    n = [_count(x) for x in sizes]
+    r = [Fraction(_count(p), k) for p, k in zip(passing, n)]
+    N = sum(n)
+    if cf <= 0 or N == 0 or max(r) == 0:
+        return None
+    best, best_x = None, None
+    for L in sorted(set([Fraction(0), *r, *(cf * x for x in r), min(cf, Fraction(1))])):
+        if not 0 <= L <= 1:
+            continue
+        U = min(Fraction(1), L / cf)
+        x = [min(max(v, L), U) for v in r]
+        cost = sum(k * abs(a - v) for k, a, v in zip(n, x, r)) / N
+        if best is None or cost < best:
+            best, best_x = cost, x
+    # L = 0 (no row passes) is the limit of the band, not a repair: 'some row passes' binds there
+    if best is None or sum(k * a for k, a in zip(n, best_x)) < 1:
+        return None
+    return best
+
+
+def row_budget(alpha, passing, sizes, c, strict: bool, minimal: float) -> tuple[int, Fraction | None, str]:
+    """The rows a repair may change, floor(alpha x minimal x N), decided exactly: (budget, the exact
+    minimal or None, why it cannot be decided). ``minimal``: the float LP (HiGHS). A goal ``>= c`` takes
+    the exact LP (:func:`exact_minimal`, checked against HiGHS's); a strict goal keeps the float, and
+    refuses (a reason) when alpha x minimal x N lies within 1e-6 of a whole row, where the float could
+    round to the wrong side (a floor with a slack took 4.99999999968 rows as 5)."""
+    N = sum(_count(x) for x in sizes)
+    a = threshold_of(alpha)
+    m = _exact_minimal_strict2(passing, sizes, c) if strict else exact_minimal(passing, sizes, c)
+    if m is None and not any(_count(p) for p in passing):
+        m = _exact_minimal_none_pass(sizes, c, strict)
+    if m is not None and abs(float(m) - minimal) <= 1e-7:
+        return math.floor(a * m * N), m, ""
+    rows = float(a) * minimal * N
+    if abs(rows - round(rows)) <= 1e-6:
+        return 0, None, (f"alpha x minimal is {rows:.9f} rows, within the LP solver's tolerance of a whole number of "
+                         f"rows, so the bound cannot be decided exactly (a goal >= c is solved exactly; change alpha "
+                         f"slightly to decide it)")
+    return math.floor(rows), None, ""
+
+
+def _exact_minimal_strict2(passing, sizes, c) -> Fraction | None:
+    """The strict LP (x_l - c x_h >= g, g = 1 / (n_l n_h b)) of two groups exactly, or None. Only the row of the
+    lower group against the higher binds; raising x_l costs n_l per unit of it, lowering x_h costs n_h / c, so
+    the optimum is the cheaper of the two moves alone (each checked exactly against every row of the LP)."""
+    if len(sizes) != 2:
+        return None
+    cf = threshold_of(c)
+    n = [_count(x) for x in sizes]
+    r = [Fraction(_count(p), k) for p, k in zip(passing, n)]
+    if cf <= 0 or cf >= 1 or 0 in n:
+        return None
+    g = Fraction(1, n[0] * n[1] * cf.denominator)
+    lo, hi = (0, 1) if r[0] <= r[1] else (1, 0)
+    need = cf * r[hi] + g - r[lo]
+    if need <= 0:
+        return None
+    # the cheaper move per unit of the row alone (a tie: either); where it leaves [0, 1], a mix is cheaper
+    x = {lo: r[lo] + need, hi: r[hi]} if n[lo] * cf <= n[hi] else {lo: r[lo], hi: r[hi] - need / cf}
+    ok = all(0 <= x[k] <= 1 for k in (0, 1)) and x[0] - cf * x[1] >= g and x[1] - cf * x[0] >= g \
+        and n[0] * x[0] + n[1] * x[1] >= 1
+    best = (n[0] * abs(x[0] - r[0]) + n[1] * abs(x[1] - r[1])) / (n[0] + n[1]) if ok else None
+    return best
+
+
+def _exact_minimal_none_pass(sizes, c, strict: bool) -> Fraction | None:
+    """No row passes: 'some row passes' (sum n_g x_g >= 1) makes every LP point cost at least 1 / N, and
+    every rate 1 / N costs exactly that; it meets x_i >= c x_j (c <= 1), and for ``> c`` where
+    (1 - c) / N >= 1 / (n_i n_j b) for every pair. Otherwise None."""
+    cf = threshold_of(c)
+    n = [_count(x) for x in sizes]
+    N = sum(n)
+    if N == 0 or cf > 1 or 0 in n:
+        return None
+    if strict:
+        least = min(n)
+        second = sorted(n)[1] if len(n) > 1 else least
+        if (1 - cf) / N < Fraction(1, least * second * cf.denominator):   # the largest gap: the two smallest groups
+            return None
+    return Fraction(1, N)
