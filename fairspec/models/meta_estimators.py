@@ -40,6 +40,23 @@ META = ("VotingClassifier", "BaggingClassifier", "CalibratedClassifierCV", "OneV
 OVR_PAIRWISE = 8
 
 
+#: the DummyClassifier / DummyRegressor strategies whose prediction is one constant ("stratified" and
+#: "uniform" draw at random)
+CONSTANT_STRATEGIES = {"DummyClassifier": ("prior", "most_frequent", "constant"),
+                       "DummyRegressor": ("mean", "median", "quantile", "constant")}
+
+
+def constant_init(est) -> bool:
+    """Whether ``est`` (a fitted GradientBoosting model) starts from a constant: ``init_`` is ``"zero"`` or
+    a scikit-learn dummy estimator with a constant strategy."""
+    init = getattr(est, "init_", "zero")
+    if isinstance(init, str):
+        return init == "zero"
+    kind = type(init)
+    return kind.__module__.startswith("sklearn.dummy") and getattr(init, "strategy", None) in \
+        CONSTANT_STRATEGIES.get(kind.__name__, ())
+
+
 #: tree models whose predict_proba / predict reads each row's leaves and adds or averages them elementwise, for any
 #: number of classes (scikit-learn 1.9.1: ``tree_.predict``'s stored fractions, a forest's in-place sum and division;
 #: measured equal whole, alone and in chunks of 7 for 2 to 12 classes)
@@ -62,8 +79,6 @@ def tree_why_not(est) -> str | None:
       classes numpy sums one row's softmax pairwise and a batch column by column, an ulp apart on 20 of 81 rows);
     - an XGBClassifier on the tree booster (gbtree / dart) and an LGBMClassifier (per-row C++ loops; measured equal
       whole, alone and in chunks of 7 for 2 to 12 classes)."""
-    from fairspec.models.sklearn_hidden import constant_init
-
     name = type(est).__name__
     if name in PLAIN_TREES:
         return None
