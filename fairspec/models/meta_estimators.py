@@ -71,14 +71,14 @@ def tree_why_not(est) -> str | None:
     - a decision tree, random forest or extra trees (:data:`PLAIN_TREES`; a forest on threads is
       :mod:`fairspec.models.forest_threads`' unknown);
     - GradientBoosting (classifier or regressor) only with a constant ``init_``
-      (:func:`fairspec.models.sklearn_hidden.constant_init`) or a plain tree one (its elementwise log-odds): any
-      other init model's predictions enter every
-      row's margin (a LogisticRegression fit on its float32 input: a float32 dot product that rounds by batch);
+      (:func:`constant_init`) or a plain tree one (its elementwise log-odds; measured row-fixed, 2 to 12 classes):
+      any other init model's predictions enter every row's margin (a LogisticRegression fit on its float32 input:
+      a float32 dot product that rounds by batch);
       its raw scores are C-ordered, so its softmax's row sum is one order per row (measured: 2 to 12 classes);
     - HistGradientBoosting with fewer than :data:`OVR_PAIRWISE` classes (its raw scores are column-major: from 8
       classes numpy sums one row's softmax pairwise and a batch column by column, an ulp apart on 20 of 81 rows);
     - an XGBClassifier on the tree booster (gbtree / dart) and an LGBMClassifier (per-row C++ loops; measured equal
-      whole, alone and in chunks of 7 for 2 to 12 classes)."""
+      whole, alone and in chunks of 7: XGBoost for 2 to 12 classes, LightGBM for 2, 3, 8, 9 and 12)."""
     name = type(est).__name__
     if name in PLAIN_TREES:
         return None
