@@ -32,7 +32,12 @@ def is_tree_model(ctx, model_name: str) -> bool:
     fmt = getattr(model, "format", "")
     if fmt == "sklearn" and _pipeline_booster(model):
         return True
-    return fmt in ("xgboost", "lightgbm") or (fmt == "sklearn" and type(model.raw).__name__ in SKLEARN_TREES)
+    if fmt == "sklearn" and type(model.raw).__name__ in SKLEARN_TREES:
+        from fairspec.models.batching import rounds_by_batch
+
+        # by its fitted attributes too: an init model, 8 classes of HistGradientBoosting round by batch
+        return not rounds_by_batch(model)
+    return fmt in ("xgboost", "lightgbm")
 
 
 def _pipeline_booster(model) -> bool:
@@ -78,8 +83,12 @@ def _small_domain(prop: ir.IndividualFairness, ctx, backend: str, t0: float) -> 
         # a scikit-learn pipeline evaluated whole (its preprocessing not folded), or a folded one whose
         # XGBClassifier / LGBMClassifier's trees models.pipeline_boosters refuses (its objective, a `missing`
         # value), has no tree ensemble the tree backends read, but its own predict / predict_proba score
-        # every point: enumerate them (beyond a small domain: unknown, with the refusal's reason)
-        if not getattr(model, "unfolded", False) and not _booster_final(model):
+        # every point: enumerate them (beyond a small domain: unknown, with the refusal's reason); so does a
+        # scikit-learn tree model rounding by batch (a GradientBoosting with an init model, a HistGradientBoosting
+        # of 8 classes or more: models.batching.rounds_by_batch), read as its runtime with the assumed spread
+        from fairspec.models.batching import rounds_by_batch
+
+        if not getattr(model, "unfolded", False) and not _booster_final(model) and not rounds_by_batch(model):
             return None
     from fairspec.kinds.enum_unread import with_not_enumerated
 

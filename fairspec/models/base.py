@@ -333,7 +333,14 @@ class LoadedModel(abc.ABC):
     def precision(self) -> str:
         """The floating-point arithmetic the runtime computes the network in: "float64" here
         (scikit-learn), the formats that compute otherwise override it. Certify's runtime error
-        model (``fairspec.certify.network``) covers "float16", "float32" and "float64"."""
+        model (``fairspec.certify.network``) covers "float16", "float32" and "float64". A scikit-learn model
+        holding a GradientBoosting whose init model runs on its float32 input says "float32"
+        (:func:`fairspec.models.meta_estimators.float32_inside`: its assumed batch spread is float32's)."""
+        if getattr(self, "format", "") == "sklearn":
+            from fairspec.models.meta_estimators import float32_inside
+
+            if float32_inside(getattr(self, "raw", None)):
+                return "float32"
         return "float64"
 
     def score(self, X: "np.ndarray") -> "np.ndarray":

@@ -44,8 +44,9 @@ def batch_dependent(model) -> bool:
 def rounds_by_batch(model) -> bool:
     """Does the runtime round a point differently in other batches, with no error bound of its own? A
     torch module, a float64 ONNX graph (:func:`batch_dependent`), or a scikit-learn model whose final
-    estimator is not a tree model (a tree model, an XGBClassifier / LGBMClassifier too, compares and adds in a
-    fixed order per individual) nor a meta-estimator of tree models combined row by row
+    estimator is not a tree model computing each row alike in any batch, told by its fitted attributes
+    (:func:`fairspec.models.meta_estimators.tree_why_not`: not a GradientBoosting with an init model, nor a
+    HistGradientBoosting of 8 classes or more) nor a meta-estimator of such models combined row by row
     (:func:`fairspec.models.meta_estimators.row_fixed`)."""
     fmt = getattr(model, "format", "")
     if fmt == "torch":
@@ -54,20 +55,18 @@ def rounds_by_batch(model) -> bool:
         return batch_dependent(model)
     if fmt != "sklearn":
         return False
-    from fairspec.models.pipeline_boosters import BOOSTER_CLASSIFIERS
-    from fairspec.models.trees import SKLEARN_REGRESSORS, SKLEARN_TREES
+    from fairspec.models.meta_estimators import row_fixed, tree_why_not
 
     est = getattr(model, "raw", None)
     final = est.steps[-1][1] if hasattr(est, "steps") else est
-    # a pipeline's XGBClassifier / LGBMClassifier adds its trees per row in a fixed order, as the same
-    # booster loaded from its own file (format xgboost / lightgbm, not batch dependent) does
-    if type(final).__name__ not in SKLEARN_TREES + SKLEARN_REGRESSORS + BOOSTER_CLASSIFIERS:
-        from fairspec.models.meta_estimators import row_fixed
-
-        # a meta-estimator of tree models combined row by row in a fixed order (a soft vote, a bag on one job,
-        # a calibration, one-vs-rest of fewer than 8 classes, a stack): as a tree model
-        if not row_fixed(final):
-            return True
+    # a tree model whose fitted attributes show it computes every row alike in any batch (a GradientBoosting
+    # with a constant init, a HistGradientBoosting of fewer than 8 classes, ...: tree_why_not), or a
+    # meta-estimator of such models combined row by row in a fixed order (a soft vote, a bag on one job, a
+    # calibration, one-vs-rest of fewer than 8 classes, a stack: row_fixed); a pipeline's XGBClassifier /
+    # LGBMClassifier adds its trees per row in a fixed order, as the same booster loaded from its own file
+    # (format xgboost / lightgbm, not batch dependent) does
+    if tree_why_not(final) is not None and not row_fixed(final):
+        return True
     # ... once its input is: a pipeline evaluated whole runs its own steps before the trees, and a step
     # that sums over columns (PCA: 3,170 of 9,000 values differed by batch, up to 2.3e-13, in a review of
     # session 29) may move a value across a split threshold by batch; steps computing each cell alone

@@ -5,7 +5,8 @@ StackingClassifier, or a Pipeline ending in one) as an opaque runtime: its own p
 predict, never a solver encoding. A non-tree scikit-learn runtime gets an *assumed* batch spread
 (:func:`fairspec.models.batching.rounds_by_batch`), so on an enumerated domain every pair at a tie (``<= 0``, a
 probability exactly at 1/2) was ``unknown``. :func:`row_fixed` says where no spread is needed: the meta-estimator
-combines members that are themselves tree models (which compare and add in a fixed order per row), by operations
+combines members that are themselves tree models (which compare and add in a fixed order per row; told by their
+fitted attributes, :func:`tree_why_not`), by operations
 that compute each row from that row alone in a fixed order, on one thread or in an order no thread changes
 (scikit-learn 1.9.1's code, read and measured):
 
@@ -39,11 +40,88 @@ META = ("VotingClassifier", "BaggingClassifier", "CalibratedClassifierCV", "OneV
 OVR_PAIRWISE = 8
 
 
-def _tree_like(name: str) -> bool:
-    from fairspec.models.pipeline_boosters import BOOSTER_CLASSIFIERS
-    from fairspec.models.trees import SKLEARN_TREES
+#: the DummyClassifier / DummyRegressor strategies whose prediction is one constant ("stratified" and
+#: "uniform" draw at random)
+CONSTANT_STRATEGIES = {"DummyClassifier": ("prior", "most_frequent", "constant"),
+                       "DummyRegressor": ("mean", "median", "quantile", "constant")}
 
-    return name in SKLEARN_TREES + BOOSTER_CLASSIFIERS
+
+def constant_init(est) -> bool:
+    """Whether ``est`` (a fitted GradientBoosting model) starts from a constant: ``init_`` is ``"zero"`` or
+    a scikit-learn dummy estimator with a constant strategy."""
+    init = getattr(est, "init_", "zero")
+    if isinstance(init, str):
+        return init == "zero"
+    kind = type(init)
+    return kind.__module__.startswith("sklearn.dummy") and getattr(init, "strategy", None) in \
+        CONSTANT_STRATEGIES.get(kind.__name__, ())
+
+
+#: tree models whose predict_proba / predict reads each row's leaves and adds or averages them elementwise, for any
+#: number of classes (scikit-learn 1.9.1: ``tree_.predict``'s stored fractions, a forest's in-place sum and division;
+#: measured equal whole, alone and in chunks of 7 for 2 to 12 classes)
+PLAIN_TREES = ("DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier", "DecisionTreeRegressor",
+               "RandomForestRegressor", "ExtraTreesRegressor")
+
+
+def tree_why_not(est) -> str | None:
+    """None when ``est`` is a fitted tree model whose every row is computed alike in any batch, decided by its fitted
+    attributes and never by its class name alone; else what stands in the way (a phrase naming it):
+
+    - a decision tree, random forest or extra trees (:data:`PLAIN_TREES`; a forest on threads is
+      :mod:`fairspec.models.forest_threads`' unknown);
+    - GradientBoosting (classifier or regressor) only with a constant ``init_``
+      (:func:`constant_init`) or a plain tree one (its elementwise log-odds; measured row-fixed, 2 to 12 classes):
+      any other init model's predictions enter every row's margin (a LogisticRegression fit on its float32 input:
+      a float32 dot product that rounds by batch);
+      its raw scores are C-ordered, so its softmax's row sum is one order per row (measured: 2 to 12 classes);
+    - HistGradientBoosting with fewer than :data:`OVR_PAIRWISE` classes (its raw scores are column-major: from 8
+      classes numpy sums one row's softmax pairwise and a batch column by column, an ulp apart on 20 of 81 rows);
+    - an XGBClassifier on the tree booster (gbtree / dart) and an LGBMClassifier (per-row C++ loops; measured equal
+      whole, alone and in chunks of 7: XGBoost for 2 to 12 classes, LightGBM for 2, 3, 8, 9 and 12)."""
+    name = type(est).__name__
+    if name in PLAIN_TREES:
+        return None
+    if name in ("GradientBoostingClassifier", "GradientBoostingRegressor"):
+        init = getattr(est, "init_", None)
+        if constant_init(est) or type(init).__name__ in PLAIN_TREES:    # a tree init: measured row-fixed, 2-12 classes
+            return None
+        return (f"its {name}'s init estimator ({type(getattr(est, 'init_', None)).__name__}), a model of its own "
+                f"whose predictions enter every row's margin and may round by batch")
+    if name in ("HistGradientBoostingClassifier", "HistGradientBoostingRegressor"):
+        k = int(getattr(est, "n_trees_per_iteration_", 1) or 1)
+        if k >= OVR_PAIRWISE:
+            return (f"its {name} of {k} classes, whose softmax sums a row of its column-major scores in another order "
+                    f"for one row than for many")
+        return None
+    if name == "XGBClassifier":
+        booster = getattr(est, "booster", None)
+        if booster not in (None, "gbtree", "dart"):
+            return f"its XGBClassifier's booster {booster!r} (not trees)"
+        return None
+    if name == "LGBMClassifier":
+        return None
+    return f"its member {name} (not a tree model: its scores may round by batch)"
+
+
+def float32_inside(est, depth: int = 0) -> bool:
+    """Does a model inside ``est`` compute in float32 on scikit-learn's runtime? A GradientBoosting's init model that
+    is not a constant nor a plain tree (:func:`tree_why_not`) is fit and run on GradientBoosting's float32 input (a
+    LogisticRegression's float32 coefficients: a float32 dot product, ~1e-7 apart by batch), looked for in a
+    Pipeline's steps and a meta-estimator's members too; the assumed batch spread is then float32's
+    (:data:`fairspec.models.batching.ASSUMED_SPREAD`, read by ``LoadedModel.precision``)."""
+    name = type(est).__name__
+    if depth > 8:
+        return True
+    if name in ("GradientBoostingClassifier", "GradientBoostingRegressor"):
+        return tree_why_not(est) is not None
+    if name == "Pipeline":
+        return any(float32_inside(t, depth + 1) for _, t in est.steps)
+    if name == "FrozenEstimator":
+        return float32_inside(getattr(est, "estimator", None), depth + 1)
+    if name in META:
+        return any(m is not None and float32_inside(m, depth + 1) for m in _members(est))
+    return False
 
 
 def _members(est) -> list:
@@ -68,10 +146,10 @@ def why_not(est, depth: int = 0) -> str | None:
         return why_not(getattr(est, "estimator", None), depth + 1)
     if name == "Pipeline":
         return "a Pipeline among its members (its steps are not read here)"
-    if _tree_like(name) or name == "_ConstantPredictor":
+    if name == "_ConstantPredictor":
         return None
     if name not in META:
-        return f"its member {name} (not a tree model: its scores may round by batch)"
+        return tree_why_not(est)
     if name == "VotingClassifier" and getattr(est, "voting", None) != "soft":
         return "a hard VotingClassifier"
     if name == "BaggingClassifier" and getattr(est, "n_jobs", None) not in (None, 1):

@@ -25,22 +25,8 @@ predict_proba 0.31 from the logistic of the raw score, 5 trees), so the sum is n
 from __future__ import annotations
 
 from fairspec.models.base import UnsupportedModel
-
-#: the DummyClassifier / DummyRegressor strategies whose prediction is one constant ("stratified" and
-#: "uniform" draw at random)
-CONSTANT_STRATEGIES = {"DummyClassifier": ("prior", "most_frequent", "constant"),
-                       "DummyRegressor": ("mean", "median", "quantile", "constant")}
-
-
-def constant_init(est) -> bool:
-    """Whether ``est`` (a fitted GradientBoosting model) starts from a constant: ``init_`` is ``"zero"`` or
-    a scikit-learn dummy estimator with a constant strategy."""
-    init = getattr(est, "init_", "zero")
-    if isinstance(init, str):
-        return init == "zero"
-    kind = type(init)
-    return kind.__module__.startswith("sklearn.dummy") and getattr(init, "strategy", None) in \
-        CONSTANT_STRATEGIES.get(kind.__name__, ())
+# (kept in meta_estimators, which models.base reads for a model's precision: no import cycle)
+from fairspec.models.meta_estimators import CONSTANT_STRATEGIES, constant_init  # noqa: F401 - re-exported
 
 
 def check_constant_init(est) -> None:

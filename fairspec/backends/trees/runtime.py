@@ -235,12 +235,15 @@ def cell_ensemble(model):
         return cached
     from fairspec.models import tree_columns as TC
     from fairspec.models import trees as T
+    from fairspec.models.batching import rounds_by_batch
     from fairspec.models.network import UnsupportedModel
 
     fmt = getattr(model, "format", "")
     ens = None
     try:
-        if fmt == "sklearn" and not getattr(model, "unfolded", False):
+        if fmt == "sklearn" and not getattr(model, "unfolded", False) and not rounds_by_batch(model):
+            # (a model rounding by batch -- a HistGradientBoosting of 8 classes or more, a GradientBoosting with an
+            # init model -- is no tree model here: its cells' outputs on one batch decide no tie)
             name = type(model.raw).__name__
             if name in T.SKLEARN_TREES + T.SKLEARN_REGRESSORS:
                 ens = TC.split_union(TC.sklearn_columns(model.raw))
