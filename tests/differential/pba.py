@@ -10,7 +10,8 @@ set to each other value present among the rows) and every offset of its integral
 neighbourhood on onnxruntime: a case is eligible when both centres are classified as the
 row's true class; it is verified when every offset that keeps both classifications has
 ``sigma * (g(x~) - g(x~')) > 0`` (g the runtime's logit of class 1 minus class 0,
-sigma = +1 for class 1, -1 for class 0), refuted otherwise.
+sigma = +1 for class 1, -1 for class 0), refuted otherwise. A network's class is the argmax's (the first
+largest column at a tie): with ``index = 0`` of two logits, g = 0 is class 1 (networks.readout).
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ def generate(seed: int, n_props: int = 4) -> Instance:
             "rows": n_rows}
     info.update(networks._ties(rng, net, X.astype(np.float32)))
     files = {"m.onnx": net.onnx_bytes()}
-    g_all = _g(head, networks.run_onnx(files["m.onnx"], X.astype(np.float32)), net.index)
+    Y_net = networks.run_onnx(files["m.onnx"], X.astype(np.float32))
+    g_all = _g(head, Y_net, net.index)
     radix = [f.size for f in fs]
     offs = [f.lo if f.kind == "int" else 0 for f in fs]
 
@@ -88,7 +90,12 @@ def generate(seed: int, n_props: int = 4) -> Instance:
     # session 32: from seed 85,000,000 on, half the instances take a tree model instead (trees.py's models, on
     # streams of their own; the network is drawn all the same, so the rows and labels stay drawn as before)
     model_decl = f'model m = onnx("m.onnx", output = "out"{f", index = {net.index}" if head == "logit2" else ""}, score = logit)'
-    dec_all, s_all = g_all > 0, g_all
+    # the decision is the argmax's class (the first largest column at a tie, as class(m(x)) and README read
+    # `index`): with index = 0 of two logits a tie g = 0 is class 1 (networks.readout, s36 h5); the row labels
+    # below stay drawn from `g > 0` so that every instance's files are those of earlier campaigns (a property
+    # drawn around the truth's share -- its threshold, and so the draws after it -- may differ at such a tie)
+    dec_all, s_all = networks.readout(head, Y_net, net.index).label, g_all
+    drawn_all = g_all > 0
     if seed >= SAMPLE_FROM and np.random.default_rng([23, seed, 9]).random() < 0.5:
         from . import trees
 
@@ -100,8 +107,9 @@ def generate(seed: int, n_props: int = 4) -> Instance:
                 out.label = out.prob > 0.5
             info["margin"] = False
         dec_all, s_all = np.asarray(out.label, dtype=bool), np.asarray(out.prob, dtype=np.float64)
+        drawn_all = dec_all
         head = info["head"] = "tree"
-    pred_rows = dec_all[[idx(r) for r in rows]]
+    pred_rows = drawn_all[[idx(r) for r in rows]]
     # true labels: mostly the model's own decision (so points are eligible), some flipped
     labels = np.where(rng.random(n_rows) < 0.8, pred_rows, ~pred_rows).astype(int)
     files["d.csv"] = write_csv(fs, rows, {"y": labels})
