@@ -71,3 +71,38 @@ def test_pba_and_kdisc_tree_encodings_refuse_a_model_rounding_by_batch(tmp_path,
     with pytest.raises(UnsupportedModel):
         m.tree_ensemble()
     assert tree_ensemble(m) is None
+
+
+SPEC = """features F {
+  g : {a, b} protected
+  x : int in [0, HI]
+  z : int in [0, HI]
+}
+model m = sklearn("m.skops")
+encode F for m {
+  g : code
+  x : raw
+  z : raw
+}
+PROPS
+"""
+
+
+def _run(tmp_path, which, hi, props):
+    import fairspec
+
+    skio.dump(_fit(which), tmp_path / "m.skops")
+    (tmp_path / "s.fair").write_text(SPEC.replace("HI", str(hi)).replace("PROPS", props))
+    rep = fairspec.check(tmp_path / "s.fair")
+    assert not rep.report.internal_errors, rep.report.internal_errors
+    return rep
+
+
+def test_kdisc_of_a_9_class_hist_gradient_boosting_beyond_enumeration_is_not_proved_on_cells(tmp_path):
+    """g is never read: every individual ties. Beyond a small domain the cells (cell_ensemble) refuse the
+    9-class model, so no `holds (proved)` rests on one batch's softmax (passed before: pinned)."""
+    rep = _run(tmp_path, "hgb9", 4999, "property kc {\n  k_discrimination(m, over {g}) < 2\n}\n"
+               "property kp {\n  k_discrimination(m, over {g}, class = 1, eps = 0.25) < 2\n}")
+    for name in ("kc", "kp"):
+        v = rep[name]
+        assert (v.status.value if hasattr(v.status, "value") else str(v.status)) == "unknown", (name, v.reason)
