@@ -98,6 +98,10 @@ def _output_scores(model, margin: bool = False):
         name = type(est).__name__
         if name not in T.SKLEARN_TREES + T.SKLEARN_REGRESSORS:
             return None
+        from fairspec.models.batching import rounds_by_batch
+
+        if rounds_by_batch(model):      # by its fitted attributes (8+ classes of HistGradientBoosting, an init
+            return None                 # model): its columns on one batch decide no tie (tree_why_not)
         if name == "HistGradientBoostingRegressor" and str(getattr(est, "loss", "")) not in (
                 "squared_error", "absolute_error", "quantile"):
             return None
