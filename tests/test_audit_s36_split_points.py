@@ -9,7 +9,6 @@ predict on every row, and one statistical parity against brute force on that pre
 
 from __future__ import annotations
 
-import dataclasses
 
 import numpy as np
 import pytest

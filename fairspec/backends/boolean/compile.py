@@ -468,7 +468,6 @@ def _compiled(model: ir.Model, trees, cols, fs: ir.FeatureSet, decide=None, code
         if c.value is not None:                       # one-hot column: 0 or 1
             lo[i], hi[i] = -0.5, 1.0
             continue
-        dom = getattr(f, "domain", None)
         if code_vars and c.feature in code_vars:
             # the codes the column holds (session 36, h6: the box was (-0.5, k - 1], which a code of 1.7 or
             # 2.9 lies outside, so the cuts above k - 1 were dropped and such points decided by the wrong side)
