@@ -79,7 +79,7 @@ def _default_groups(fs: ir.FeatureSet, flip: str) -> ir.Groups:
 
 def _moving(prop: ir.PBA, fs: ir.FeatureSet, enc: ir.Encoding, values: dict, n: int):
     """Moving model-input columns, their scale, the offset box (n, m) and integrality."""
-    cols, scale, lo, hi, integer, names = [], [], [], [], [], []
+    cols, scale, lo, hi, integer, names, box_a, box_b = [], [], [], [], [], [], [], []
     for name, delta in prop.delta:
         if delta <= 0:
             continue
@@ -100,16 +100,47 @@ def _moving(prop: ir.PBA, fs: ir.FeatureSet, enc: ir.Encoding, values: dict, n: 
         v = np.asarray(values[name], dtype=np.float64)
         dom = f.domain
         is_int = isinstance(dom, ir.IntRange)
-        a = np.maximum(v - delta, float(dom.lo))
-        b = np.minimum(v + delta, float(dom.hi))
-        if is_int:
-            a, b = np.ceil(a - 1e-9), np.floor(b + 1e-9)
+        a, b = _exact_box(v, delta, dom, is_int)
         cols.append(c.offset); scale.append(s); integer.append(is_int); names.append(name)
-        lo.append(np.minimum(a - v, 0.0)); hi.append(np.maximum(b - v, 0.0))
+        lo.append(np.minimum(a - v, 0.0)); hi.append(np.maximum(b - v, 0.0)); box_a.append(a); box_b.append(b)
     m = len(cols)
     lo = np.stack(lo, axis=1) if m else np.zeros((n, 0))
     hi = np.stack(hi, axis=1) if m else np.zeros((n, 0))
-    return np.array(cols, dtype=np.int64), np.array(scale), lo, hi, np.array(integer, dtype=bool), names
+    box = (np.stack(box_a, axis=1), np.stack(box_b, axis=1)) if m else (np.zeros((n, 0)), np.zeros((n, 0)))
+    return np.array(cols, dtype=np.int64), np.array(scale), lo, hi, np.array(integer, dtype=bool), names, box
+
+
+def _exact_box(v, delta, dom, is_int: bool):
+    """Per value of ``v``: the first and last float64 (whole number for an int feature) w with
+    max(v - delta, dom.lo) <= w <= min(v + delta, dom.hi), compared exactly (Fractions of the floats; delta and
+    the domain's ends under both readings, the float and the decimal it prints as, the narrower taken): the
+    neighbourhood's true ends, which fl(v - delta) or fl(v + offset) may round past. A point outside them is
+    not in the neighbourhood (a witness there refutes nothing)."""
+    from fractions import Fraction
+
+    def both(x):
+        return Fraction(float(x)), Fraction(repr(float(x)))
+
+    d = min(both(delta))
+    lo_d, hi_d = max(both(dom.lo)), min(both(dom.hi))
+    A, B = np.empty(len(v)), np.empty(len(v))
+    for j, x in enumerate(v.tolist()):
+        if not np.isfinite(x):
+            A[j] = B[j] = x
+            continue
+        a, b = max(Fraction(x) - d, lo_d), min(Fraction(x) + d, hi_d)
+        if is_int:
+            import math
+
+            fa, fb = float(math.ceil(a)), float(math.floor(b))
+        else:
+            fa, fb = float(a), float(b)
+            if Fraction(fa) < a:
+                fa = float(np.nextafter(fa, np.inf))
+            if Fraction(fb) > b:
+                fb = float(np.nextafter(fb, -np.inf))
+        A[j], B[j] = fa, fb
+    return A, B
 
 
 def _cases(values: dict, n: int, fs: ir.FeatureSet, flip: str):
@@ -197,7 +228,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     workers = int(getattr(prop.options, "workers", None) or configured_workers())
     groups = prop.report_by
     try:
-        cols, scale, lo_r, hi_r, integer, moving = _moving(prop, fs, enc, values, n)
+        cols, scale, lo_r, hi_r, integer, moving, (box_a, box_b) = _moving(prop, fs, enc, values, n)
     except ValueError as e:
         raise Unsupported(str(e))
     U_rows = encode(enc, values, n)
@@ -262,7 +293,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
         # every verdict rests on certify: each eligible case's neighbourhood on the runtime, compared exactly
         certify_cases(res, values_x=vals_x, values_p=vals_p, moving=moving, lo=lo_r[R], hi=hi_r[R], integer=integer,
                       cls=labels[R].astype(int), enc=enc, score=raw_score, decide=decide, evidence=evidence,
-                      rb_rows=first_case, recheck=trees is None, spread=spread)
+                      rb_rows=first_case, recheck=trees is None, spread=spread, box=(box_a[R], box_b[R]))
         grp = groups or _default_groups(fs, flip)
         gx, names = assign(grp, fs, vals_x, P)
         gp, _ = assign(grp, fs, vals_p, P)
