@@ -433,3 +433,29 @@ def test_pba_tree_witness_just_inside_the_neighbourhood_is_kept(tmp_path):
     assert v.status == "violated", v.reason
     w = Fraction(v.witness.features["r"])
     assert Fraction(0) <= w <= Fraction("0.3")
+
+
+def test_pba_le_share_holds_on_an_in_neighbourhood_refutation(tmp_path):
+    """Control for the `<=` guard: the one point refuted at r = 0.3 (inside the exact neighbourhood): share 0,
+    `<= 0.5` holds (proved), the refutation's witness values recorded inside the box."""
+    v = _lgb_edge(tmp_path, "0.1", "0", "1", "0.2", float(np.nextafter(0.3, 0)), "above", claim="<= 0.5")
+    assert v.status == "holds" and v.how == "proved", v.reason
+
+
+def test_pba_le_share_guard_refuses_a_refutation_without_an_in_box_witness():
+    """rp's note on 1b: a `<=` / `<` share's holds rests on the refutations; one without a recorded runtime
+    witness inside the exact neighbourhood is not counted (kinds.pba._refutations_inside)."""
+    from types import SimpleNamespace
+
+    from fairspec.kinds.pba import _refutations_inside
+
+    box_a, box_b = np.array([[0.0]]), np.array([[0.3]])
+    R = np.array([0])
+
+    def part(values):
+        r = SimpleNamespace(observed=np.array(["refuted"]), witness_obs={0: (None, None)}, witness_values=values)
+        return [("s", r, None, None, None, R)]
+
+    assert _refutations_inside(part({0: (0.3,)}), box_a, box_b)
+    assert not _refutations_inside(part({0: (0.30000000000000004,)}), box_a, box_b)
+    assert not _refutations_inside(part({}), box_a, box_b)

@@ -110,6 +110,21 @@ def _moving(prop: ir.PBA, fs: ir.FeatureSet, enc: ir.Encoding, values: dict, n: 
     return np.array(cols, dtype=np.int64), np.array(scale), lo, hi, np.array(integer, dtype=bool), names, box
 
 
+def _refutations_inside(verdict_parts, box_a, box_b) -> bool:
+    """Whether every observed refutation has a runtime witness (certify_cases' ``witness_values``) whose moving
+    features lie inside the exact neighbourhood [box_a, box_b] of its row: a ``<=`` / ``<`` share's holds rests
+    on the refutations, which the proof (verdict_proof: the proved points) does not carry."""
+    for _flip, r, _cs, _vx, _vp, R in verdict_parts:
+        for i in np.flatnonzero(r.observed == "refuted"):
+            w = r.witness_values.get(int(i))
+            if w is None or int(i) not in r.witness_obs:
+                return False
+            row = int(R[i])
+            if not all(box_a[row, k] <= x <= box_b[row, k] for k, x in enumerate(w)):
+                return False
+    return True
+
+
 def _exact_box(v, delta, dom, is_int: bool):
     """Per value of ``v``: the first and last float64 (whole number for an int feature) w with
     max(v - delta, dom.lo) <= w <= min(v + delta, dom.hi), compared exactly (Fractions of the floats; delta and
@@ -396,6 +411,9 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     ok = lambda v: decide(v, op, thr)  # noqa: E731
     share_x, hi_x = Fraction(int(proved), int(n_el)), Fraction(int(proved + unk), int(n_el))
     low_side, high_side = (share_x, hi_x) if op in (">=", ">") else (hi_x, share_x)
+    if ok(low_side) and op in ("<=", "<") and refuted and not _refutations_inside(verdict_parts, box_a, box_b):
+        return unknown(prop, f"{what}, but a refutation the share rests on has no runtime witness inside the exact "
+                             "neighbourhood", value=float(share), bound=bound, **common)
     if ok(low_side):
         claim = f"the share of PBA-verified points {op} {_spec_number(thr)} for every outcome of the unknown points"
         proof = verdict_proof(evidence, share=low_side, op=op, threshold=thr, claim=claim)

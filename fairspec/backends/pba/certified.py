@@ -180,6 +180,8 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
         res.observed[i], res.stage_obs[i] = "refuted", "enumeration"
         res.witness_obs[i] = (X[j:j + 1], Xp[j:j + 1])
         res.f_obs[i] = sigma * (a[j] - b[j])
+        getattr(res, "witness_values", {})[int(i)] = tuple(float(np.float64(np.asarray(values_x[name])[i]) + D[j, k])
+                                           for k, name in enumerate(moving))
     rb_left = _robust_rest(res, done, rb_pos, cls, moving, integer, lo, hi, values_x, values_p, enc, score, decide,
                            evidence, spread, centre_near) if recheck else 0
     if res.rb_batched:
@@ -299,7 +301,7 @@ def _realized_refutations(res, cases, values_x, values_p, moving, lo, hi, intege
         a, b, da, db = g[:n], g[n:], d[:n], d[n:]
         near = np.zeros(n, dtype=bool) if spread is None else np.asarray(spread(both, a, b), dtype=bool)
     lost = 0
-    for i, si, first, m in jobs:
+    for job, (i, si, first, m) in enumerate(jobs):
         status, stage, wit, observed = settings[si]
         c = int(cls[i])
         found = None
@@ -311,6 +313,9 @@ def _realized_refutations(res, cases, values_x, values_p, moving, lo, hi, intege
             if len(bad):
                 j = first + int(bad[0])
                 found = (Xs[0][j:j + 1], Xs[1][j:j + 1], (1.0 if c == 1 else -1.0) * (a[j] - b[j]))
+                if observed and hasattr(res, "witness_values"):
+                    res.witness_values[int(i)] = tuple(float(rows_x[name][job][int(bad[0])])
+                                                       for name in moving)
         if found is None:
             status[i], stage[i] = "unknown", "runtime encoding"
             wit.pop(int(i), None)
