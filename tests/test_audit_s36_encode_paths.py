@@ -459,3 +459,14 @@ def test_pba_le_share_guard_refuses_a_refutation_without_an_in_box_witness():
     assert _refutations_inside(part({0: (0.3,)}), box_a, box_b)
     assert not _refutations_inside(part({0: (0.30000000000000004,)}), box_a, box_b)
     assert not _refutations_inside(part({}), box_a, box_b)
+
+
+def test_pba_offset_box_covers_the_exact_neighbourhood_ends():
+    """fl(a - v) may round so that fl(v + offset) lies inside the exact lower end a (a third of random pairs):
+    the cells then never reach a (a refutation there missed: unknown, not wrong). kinds.pba._cover widens it."""
+    from fairspec.kinds.pba import _cover
+
+    v, a, b = np.array([9.504636963259353]), np.array([0.6997467663674463]), np.array([19.1])
+    assert (v + np.minimum(a - v, 0.0) > a).all()          # the uncovered float the old box left out
+    lo, hi = _cover(v, np.minimum(a - v, 0.0), a, -np.inf), _cover(v, np.maximum(b - v, 0.0), b, np.inf)
+    assert (v + lo <= a).all() and (v + hi >= b).all()

@@ -102,12 +102,29 @@ def _moving(prop: ir.PBA, fs: ir.FeatureSet, enc: ir.Encoding, values: dict, n: 
         is_int = isinstance(dom, ir.IntRange)
         a, b = _exact_box(v, delta, dom, is_int)
         cols.append(c.offset); scale.append(s); integer.append(is_int); names.append(name)
-        lo.append(np.minimum(a - v, 0.0)); hi.append(np.maximum(b - v, 0.0)); box_a.append(a); box_b.append(b)
+        lo.append(_cover(v, np.minimum(a - v, 0.0), a, -np.inf))
+        hi.append(_cover(v, np.maximum(b - v, 0.0), b, np.inf))
+        box_a.append(a); box_b.append(b)
     m = len(cols)
     lo = np.stack(lo, axis=1) if m else np.zeros((n, 0))
     hi = np.stack(hi, axis=1) if m else np.zeros((n, 0))
     box = (np.stack(box_a, axis=1), np.stack(box_b, axis=1)) if m else (np.zeros((n, 0)), np.zeros((n, 0)))
     return np.array(cols, dtype=np.int64), np.array(scale), lo, hi, np.array(integer, dtype=bool), names, box
+
+
+def _cover(v, d, end, away):
+    """The offsets ``d`` widened (towards ``away``) until fl(v + d) reaches past ``end`` (at or below it for the
+    lower end, at or above for the upper): the offset box the tree cells / solvers search then covers every float
+    of the exact neighbourhood (fl(a - v) alone may round inside it); its points outside the neighbourhood are
+    never a witness (certify_cases' ``box``)."""
+    d = np.array(d, dtype=np.float64)
+    for _ in range(64):
+        short = (v + d > end) if away < 0 else (v + d < end)
+        short &= np.isfinite(v) & np.isfinite(end)
+        if not short.any():
+            break
+        d[short] = np.nextafter(d[short], away)
+    return d
 
 
 def _refutations_inside(verdict_parts, box_a, box_b) -> bool:
