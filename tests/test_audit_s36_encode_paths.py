@@ -415,6 +415,7 @@ def test_pba_tree_witness_outside_the_exact_neighbourhood_is_not_violated(tmp_pa
     v = _lgb_edge(tmp_path, *case)
     assert v.status != "violated", (v.reason, v.witness)
     assert v.status != "holds" or v.how == "proved"
+    assert "time budget" not in v.reason, v.reason          # the cause said as it is
 
 
 def test_pba_tree_le_share_holds_not_on_a_refutation_outside_the_neighbourhood(tmp_path):

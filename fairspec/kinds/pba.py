@@ -459,7 +459,10 @@ def _unknown_cause(verdict_parts) -> str:
     words = {"runtime rounding": f"within the runtime's rounding of the threshold or of each other: {BATCHED}",
              "not certified": "not certified on the runtime (a neighbourhood beyond the evaluation budget, or a "
                               "continuous feature moves)",
-             "runtime decision": "eligible only on the runtime's own decision, not analysed"}
+             "runtime decision": "eligible only on the runtime's own decision, not analysed",
+             "runtime encoding": "refuted only at a point no runtime input of the exact neighbourhood reaches (a cell "
+                                 "representative or solver offset past the domain, past v +- delta, or between encoded "
+                                 "values); not proved either"}
     parts = [f"{n} {words.get(stage, 'time budget or solver limits')}" for stage, n in stages.most_common()]
     return "; ".join(parts) if parts else "time budget or solver limits"
 
