@@ -345,3 +345,129 @@ def test_kdisc_band_of_one_value_enumeration_off_agrees_with_brute_force(tmp_pat
     else:
         assert p["status"] in ("holds", "unknown"), p.get("reason")
         assert p.get("value") is None or p["value"] <= 2, (p.get("value"), p.get("reason"))
+
+
+def _lgb_edge(tmp_path, v, lo, hi, delta, T, side, claim=">= 1"):
+    """rp (session 36) item 1: a LightGBM booster on (s code, r raw) split at T on r; x (s = F) is less confident
+    than x' (s = M) only on ``side`` of T. One row s = F, r = v; ``r : real in [lo, hi]``, delta {r: delta}."""
+    lgb = pytest.importorskip("lightgbm")
+    from fairspec.pipeline import check
+
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.integers(0, 2, 400), rng.uniform(-1, 1, 400)]
+    y = np.where(X[:, 0] > 0.5, X[:, 1] > 0.3, X[:, 1] < -0.3).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = lgb.LGBMClassifier(n_estimators=1, num_leaves=4, verbose=-1, min_child_samples=2,
+                               learning_rate=1.0).fit(X, y)
+    out, sf = [], None
+    for line in m.booster_.model_to_string().splitlines():
+        if line.startswith("split_feature="):
+            sf = line.split("=", 1)[1].split()
+        if line.startswith("threshold="):
+            th = line.split("=", 1)[1].split()
+            line = "threshold=" + " ".join(repr(T) if f == "1" else t for f, t in zip(sf, th))
+        out.append(line)
+    s2 = "\n".join(out) + "\n"
+    bst = lgb.Booster(model_str=s2)
+    probe = np.array([[0, np.nextafter(T, -1)], [1, np.nextafter(T, -1)], [0, np.nextafter(T, 9)],
+                      [1, np.nextafter(T, 9)]])
+    lv = bst.predict(probe, pred_leaf=True).reshape(-1)
+    assert len(set(lv.tolist())) == 4, lv
+    bad = {"below": (0, 1), "above": (2, 3)}[side]
+    want = {int(lv[k]): ((1.0 if k in bad else 2.2) if k % 2 == 0 else 1.4) for k in range(4)}
+    out2 = []
+    for line in s2.splitlines():
+        if line.startswith("leaf_value="):
+            vals = line.split("=", 1)[1].split()
+            for leaf, val in want.items():
+                vals[leaf] = repr(val)
+            line = "leaf_value=" + " ".join(vals)
+        out2.append(line)
+    (tmp_path / "m.txt").write_text("\n".join(out2) + "\n")
+    (tmp_path / "d.csv").write_text(f"s,r,lab\nF,{v},yes\n")
+    spec = tmp_path / "p.fair"
+    spec.write_text(f'''data dd = csv("{tmp_path}/d.csv", label = lab == "yes")
+features F from dd {{
+  s : {{F, M}} protected
+  r : real in [{lo}, {hi}]
+}}
+model m = lightgbm("{tmp_path}/m.txt")
+encode F for m {{
+  s : code
+  r : raw
+}}
+property p {{
+  pba(m, flip s, around dd, delta {{r: {delta}}}) {claim}
+}}
+''')
+    return check(spec).verdicts[0]
+
+
+@pytest.mark.parametrize("case", [
+    ("4.56", "0.1", "5", "10", 0.0999999999999998, "below"),   # fl(4.56 + fl(0.1 - 4.56)) < 0.1, the domain's end
+    ("0.03", "0", "0.3", "10", 0.3, "above"),                  # fl(0.03 + fl(0.3 - 0.03)) > 0.3
+    ("0.1", "0", "1", "0.2", 0.3, "above"),                    # fl(0.1 + 0.2) > 0.1 + 0.2 under either reading
+])
+def test_pba_tree_witness_outside_the_exact_neighbourhood_is_not_violated(tmp_path, case):
+    """rp item 1 (wrong `violated`, before the fix: a witness r = 0.09999999999999964 below the domain's 0.1,
+    r = 0.30000000000000004 past 0.3): no float of the neighbourhood reaches the refuting side of T."""
+    v = _lgb_edge(tmp_path, *case)
+    assert v.status != "violated", (v.reason, v.witness)
+    assert v.status != "holds" or v.how == "proved"
+    assert "time budget" not in v.reason, v.reason          # the cause said as it is
+
+
+def test_pba_tree_le_share_holds_not_on_a_refutation_outside_the_neighbourhood(tmp_path):
+    """rp item 1b (wrong `holds (proved)` of `<= 0.5`, before the fix: "0 of 1 verified, 1 refuted"; the one
+    point is verified on every float r with |r - 0.1| <= 0.2: the share is 1)."""
+    v = _lgb_edge(tmp_path, "0.1", "0", "1", "0.2", 0.3, "above", claim="<= 0.5")
+    assert v.status != "holds", v.reason
+
+
+def test_pba_tree_witness_just_inside_the_neighbourhood_is_kept(tmp_path):
+    """Control: T one float below 0.3, so r = 0.3 (|0.3 - 0.1| = 0.2 under the decimal reading, a float of
+    [0, 1]) refutes; the refutation stays, its witness inside the exact neighbourhood."""
+    from fractions import Fraction
+
+    v = _lgb_edge(tmp_path, "0.1", "0", "1", "0.2", float(np.nextafter(0.3, 0)), "above")
+    assert v.status == "violated", v.reason
+    w = Fraction(v.witness.features["r"])
+    assert Fraction(0) <= w <= Fraction("0.3")
+
+
+def test_pba_le_share_holds_on_an_in_neighbourhood_refutation(tmp_path):
+    """Control for the `<=` guard: the one point refuted at r = 0.3 (inside the exact neighbourhood): share 0,
+    `<= 0.5` holds (proved), the refutation's witness values recorded inside the box."""
+    v = _lgb_edge(tmp_path, "0.1", "0", "1", "0.2", float(np.nextafter(0.3, 0)), "above", claim="<= 0.5")
+    assert v.status == "holds" and v.how == "proved", v.reason
+
+
+def test_pba_le_share_guard_refuses_a_refutation_without_an_in_box_witness():
+    """rp's note on 1b: a `<=` / `<` share's holds rests on the refutations; one without a recorded runtime
+    witness inside the exact neighbourhood is not counted (kinds.pba._refutations_inside)."""
+    from types import SimpleNamespace
+
+    from fairspec.kinds.pba import _refutations_inside
+
+    box_a, box_b = np.array([[0.0]]), np.array([[0.3]])
+    R = np.array([0])
+
+    def part(values):
+        r = SimpleNamespace(observed=np.array(["refuted"]), witness_obs={0: (None, None)}, witness_values=values)
+        return [("s", r, None, None, None, R)]
+
+    assert _refutations_inside(part({0: (0.3,)}), box_a, box_b)
+    assert not _refutations_inside(part({0: (0.30000000000000004,)}), box_a, box_b)
+    assert not _refutations_inside(part({}), box_a, box_b)
+
+
+def test_pba_offset_box_covers_the_exact_neighbourhood_ends():
+    """fl(a - v) may round so that fl(v + offset) lies inside the exact lower end a (a third of random pairs):
+    the cells then never reach a (a refutation there missed: unknown, not wrong). kinds.pba._cover widens it."""
+    from fairspec.kinds.pba import _cover
+
+    v, a, b = np.array([9.504636963259353]), np.array([0.6997467663674463]), np.array([19.1])
+    assert (v + np.minimum(a - v, 0.0) > a).all()          # the uncovered float the old box left out
+    lo, hi = _cover(v, np.minimum(a - v, 0.0), a, -np.inf), _cover(v, np.maximum(b - v, 0.0), b, np.inf)
+    assert (v + lo <= a).all() and (v + hi >= b).all()

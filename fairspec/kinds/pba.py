@@ -79,7 +79,7 @@ def _default_groups(fs: ir.FeatureSet, flip: str) -> ir.Groups:
 
 def _moving(prop: ir.PBA, fs: ir.FeatureSet, enc: ir.Encoding, values: dict, n: int):
     """Moving model-input columns, their scale, the offset box (n, m) and integrality."""
-    cols, scale, lo, hi, integer, names = [], [], [], [], [], []
+    cols, scale, lo, hi, integer, names, box_a, box_b = [], [], [], [], [], [], [], []
     for name, delta in prop.delta:
         if delta <= 0:
             continue
@@ -100,16 +100,79 @@ def _moving(prop: ir.PBA, fs: ir.FeatureSet, enc: ir.Encoding, values: dict, n: 
         v = np.asarray(values[name], dtype=np.float64)
         dom = f.domain
         is_int = isinstance(dom, ir.IntRange)
-        a = np.maximum(v - delta, float(dom.lo))
-        b = np.minimum(v + delta, float(dom.hi))
-        if is_int:
-            a, b = np.ceil(a - 1e-9), np.floor(b + 1e-9)
+        a, b = _exact_box(v, delta, dom, is_int)
         cols.append(c.offset); scale.append(s); integer.append(is_int); names.append(name)
-        lo.append(np.minimum(a - v, 0.0)); hi.append(np.maximum(b - v, 0.0))
+        lo.append(_cover(v, np.minimum(a - v, 0.0), a, -np.inf))
+        hi.append(_cover(v, np.maximum(b - v, 0.0), b, np.inf))
+        box_a.append(a); box_b.append(b)
     m = len(cols)
     lo = np.stack(lo, axis=1) if m else np.zeros((n, 0))
     hi = np.stack(hi, axis=1) if m else np.zeros((n, 0))
-    return np.array(cols, dtype=np.int64), np.array(scale), lo, hi, np.array(integer, dtype=bool), names
+    box = (np.stack(box_a, axis=1), np.stack(box_b, axis=1)) if m else (np.zeros((n, 0)), np.zeros((n, 0)))
+    return np.array(cols, dtype=np.int64), np.array(scale), lo, hi, np.array(integer, dtype=bool), names, box
+
+
+def _cover(v, d, end, away):
+    """The offsets ``d`` widened (towards ``away``) until fl(v + d) reaches past ``end`` (at or below it for the
+    lower end, at or above for the upper): the offset box the tree cells / solvers search then covers every float
+    of the exact neighbourhood (fl(a - v) alone may round inside it); its points outside the neighbourhood are
+    never a witness (certify_cases' ``box``)."""
+    d = np.array(d, dtype=np.float64)
+    for _ in range(64):
+        short = (v + d > end) if away < 0 else (v + d < end)
+        short &= np.isfinite(v) & np.isfinite(end)
+        if not short.any():
+            break
+        d[short] = np.nextafter(d[short], away)
+    return d
+
+
+def _refutations_inside(verdict_parts, box_a, box_b) -> bool:
+    """Whether every observed refutation has a runtime witness (certify_cases' ``witness_values``) whose moving
+    features lie inside the exact neighbourhood [box_a, box_b] of its row: a ``<=`` / ``<`` share's holds rests
+    on the refutations, which the proof (verdict_proof: the proved points) does not carry."""
+    for _flip, r, _cs, _vx, _vp, R in verdict_parts:
+        for i in np.flatnonzero(r.observed == "refuted"):
+            w = r.witness_values.get(int(i))
+            if w is None or int(i) not in r.witness_obs:
+                return False
+            row = int(R[i])
+            if not all(box_a[row, k] <= x <= box_b[row, k] for k, x in enumerate(w)):
+                return False
+    return True
+
+
+def _exact_box(v, delta, dom, is_int: bool):
+    """Per value of ``v``: the first and last float64 (whole number for an int feature) w with
+    max(v - delta, dom.lo) <= w <= min(v + delta, dom.hi), compared exactly (Fractions of the floats; delta and
+    the domain's ends under both readings, the float and the decimal it prints as, the narrower taken): the
+    neighbourhood's true ends, which fl(v - delta) or fl(v + offset) may round past. A point outside them is
+    not in the neighbourhood (a witness there refutes nothing)."""
+    from fractions import Fraction
+
+    def both(x):
+        return Fraction(float(x)), Fraction(repr(float(x)))
+
+    d = min(both(delta))
+    lo_d, hi_d = max(both(dom.lo)), min(both(dom.hi))
+    A, B = np.empty(len(v)), np.empty(len(v))
+    for j, x in enumerate(v.tolist()):
+        if not np.isfinite(x):
+            A[j] = B[j] = x
+            continue
+        a, b = max(Fraction(x) - d, lo_d), min(Fraction(x) + d, hi_d)
+        if is_int:
+            import math
+
+            fa, fb = float(math.ceil(a)), float(math.floor(b))
+        else:
+            fa, fb = float(a), float(b)
+            if Fraction(fa) < a:
+                fa = float(np.nextafter(fa, np.inf))
+            if Fraction(fb) > b:
+                fb = float(np.nextafter(fb, -np.inf))
+        A[j], B[j] = fa, fb
+    return A, B
 
 
 def _cases(values: dict, n: int, fs: ir.FeatureSet, flip: str):
@@ -197,7 +260,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     workers = int(getattr(prop.options, "workers", None) or configured_workers())
     groups = prop.report_by
     try:
-        cols, scale, lo_r, hi_r, integer, moving = _moving(prop, fs, enc, values, n)
+        cols, scale, lo_r, hi_r, integer, moving, (box_a, box_b) = _moving(prop, fs, enc, values, n)
     except ValueError as e:
         raise Unsupported(str(e))
     U_rows = encode(enc, values, n)
@@ -262,7 +325,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
         # every verdict rests on certify: each eligible case's neighbourhood on the runtime, compared exactly
         certify_cases(res, values_x=vals_x, values_p=vals_p, moving=moving, lo=lo_r[R], hi=hi_r[R], integer=integer,
                       cls=labels[R].astype(int), enc=enc, score=raw_score, decide=decide, evidence=evidence,
-                      rb_rows=first_case, recheck=trees is None, spread=spread)
+                      rb_rows=first_case, recheck=trees is None, spread=spread, box=(box_a[R], box_b[R]))
         grp = groups or _default_groups(fs, flip)
         gx, names = assign(grp, fs, vals_x, P)
         gp, _ = assign(grp, fs, vals_p, P)
@@ -365,6 +428,9 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     ok = lambda v: decide(v, op, thr)  # noqa: E731
     share_x, hi_x = Fraction(int(proved), int(n_el)), Fraction(int(proved + unk), int(n_el))
     low_side, high_side = (share_x, hi_x) if op in (">=", ">") else (hi_x, share_x)
+    if ok(low_side) and op in ("<=", "<") and refuted and not _refutations_inside(verdict_parts, box_a, box_b):
+        return unknown(prop, f"{what}, but a refutation the share rests on has no runtime witness inside the exact "
+                             "neighbourhood", value=float(share), bound=bound, **common)
     if ok(low_side):
         claim = f"the share of PBA-verified points {op} {_spec_number(thr)} for every outcome of the unknown points"
         proof = verdict_proof(evidence, share=low_side, op=op, threshold=thr, claim=claim)
@@ -393,7 +459,10 @@ def _unknown_cause(verdict_parts) -> str:
     words = {"runtime rounding": f"within the runtime's rounding of the threshold or of each other: {BATCHED}",
              "not certified": "not certified on the runtime (a neighbourhood beyond the evaluation budget, or a "
                               "continuous feature moves)",
-             "runtime decision": "eligible only on the runtime's own decision, not analysed"}
+             "runtime decision": "eligible only on the runtime's own decision, not analysed",
+             "runtime encoding": "refuted only at a point no runtime input of the exact neighbourhood reaches (a cell "
+                                 "representative or solver offset past the domain, past v +- delta, or between encoded "
+                                 "values); not proved either"}
     parts = [f"{n} {words.get(stage, 'time budget or solver limits')}" for stage, n in stages.most_common()]
     return "; ".join(parts) if parts else "time budget or solver limits"
 

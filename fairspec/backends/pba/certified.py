@@ -77,7 +77,8 @@ def _fine(a, b, c, da, db) -> np.ndarray:
 
 
 def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, integer, cls, enc, score,
-                  evidence: Evidence, decide=None, rb_rows=None, recheck: bool = False, spread=None) -> None:
+                  evidence: Evidence, decide=None, rb_rows=None, recheck: bool = False, spread=None,
+                  box=None) -> None:
     """Decide the eligible cases of ``res`` (an :class:`~fairspec.backends.pba.core.Analysis`) by
     enumeration on the runtime (module docstring); updates ``res.observed`` / ``stage_obs`` /
     ``witness_obs`` / ``f_obs`` in place and records the proved cases' outputs in ``evidence``. The
@@ -94,7 +95,9 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
     ``pred_p``; a case that becomes eligible is ``unknown`` until enumerated). ``spread``
     (:func:`batch_spread`, a runtime that rounds by batch): a case decided on an offset whose scores lie
     within the runtime's rounding of each other or of the threshold is ``unknown`` (another batch size or
-    order may decide it otherwise), unless an offset clear of it refutes it."""
+    order may decide it otherwise), unless an offset clear of it refutes it. ``box``: the neighbourhood's exact
+    ends as feature values (two (P, m) arrays, kinds.pba._exact_box); a refutation's witness is taken only inside
+    them (v + lo may round past the domain's end or past v +- delta)."""
     from fairspec.runtime.encoding import encode
 
     P = len(res.observed)
@@ -177,6 +180,8 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
         res.observed[i], res.stage_obs[i] = "refuted", "enumeration"
         res.witness_obs[i] = (X[j:j + 1], Xp[j:j + 1])
         res.f_obs[i] = sigma * (a[j] - b[j])
+        getattr(res, "witness_values", {})[int(i)] = tuple(float(np.float64(np.asarray(values_x[name])[i]) + D[j, k])
+                                           for k, name in enumerate(moving))
     rb_left = _robust_rest(res, done, rb_pos, cls, moving, integer, lo, hi, values_x, values_p, enc, score, decide,
                            evidence, spread, centre_near) if recheck else 0
     if res.rb_batched:
@@ -195,7 +200,7 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
                     wit.pop(int(i), None)
             batched += hit
     unrealized = _realized_refutations(res, pending, values_x, values_p, moving, lo, hi, integer, cls, enc, score,
-                                       decide, spread)
+                                       decide, spread, box)
     if unrealized:
         res.notes.append(f"{unrealized} refutations rested on a model input no value of the moving features encodes to "
                          "(the solver's or the tree cells' offset put on the encoded input, u0 + scale * d), and no "
@@ -244,7 +249,7 @@ def _preimages(c, x: float, lo: float, hi: float, integer: bool, count: int) -> 
 
 
 def _realized_refutations(res, cases, values_x, values_p, moving, lo, hi, integer, cls, enc, score, decide,
-                          spread) -> int:
+                          spread, box=None) -> int:
     """The refutations (observed, flipped) of ``cases`` that were not enumerated: their witnesses are model
     inputs ``u0 + scale * d`` (a solver's offset, a tree cell's representative), which no value of the moving
     features may encode to (``standard(mean = 1000000.5, std = 1)``: the inputs near 0 are multiples of
@@ -273,8 +278,11 @@ def _realized_refutations(res, cases, values_x, values_p, moving, lo, hi, intege
                 for k, name in enumerate(moving):
                     col = enc.column(name)
                     r = float(np.asarray(values_x[name])[i])
-                    lists.append(_preimages(col, float(X[col.offset]), float(r + lo[i, k]), float(r + hi[i, k]),
-                                            bool(integer[k]), count))
+                    if box is not None:     # the exact ends: r + lo may round past the domain or past r +- delta
+                        a_k, b_k = float(box[0][i, k]), float(box[1][i, k])
+                    else:
+                        a_k, b_k = float(r + lo[i, k]), float(r + hi[i, k])
+                    lists.append(_preimages(col, float(X[col.offset]), a_k, b_k, bool(integer[k]), count))
                 combos = list(itertools.islice(itertools.product(*lists), 4096))
             jobs.append((i, si, n, len(combos)))
             for values, rows in ((values_x, rows_x), (values_p, rows_p)):
@@ -293,7 +301,7 @@ def _realized_refutations(res, cases, values_x, values_p, moving, lo, hi, intege
         a, b, da, db = g[:n], g[n:], d[:n], d[n:]
         near = np.zeros(n, dtype=bool) if spread is None else np.asarray(spread(both, a, b), dtype=bool)
     lost = 0
-    for i, si, first, m in jobs:
+    for job, (i, si, first, m) in enumerate(jobs):
         status, stage, wit, observed = settings[si]
         c = int(cls[i])
         found = None
@@ -305,6 +313,9 @@ def _realized_refutations(res, cases, values_x, values_p, moving, lo, hi, intege
             if len(bad):
                 j = first + int(bad[0])
                 found = (Xs[0][j:j + 1], Xs[1][j:j + 1], (1.0 if c == 1 else -1.0) * (a[j] - b[j]))
+                if observed and hasattr(res, "witness_values"):
+                    res.witness_values[int(i)] = tuple(float(rows_x[name][job][int(bad[0])])
+                                                       for name in moving)
         if found is None:
             status[i], stage[i] = "unknown", "runtime encoding"
             wit.pop(int(i), None)

@@ -105,6 +105,9 @@ class Analysis:
     seconds: dict = field(default_factory=dict)
     counts: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    #: case -> the moving features' values of x at its observed refutation's runtime witness (set by
+    #: backends.pba.certified.certify_cases; kinds.pba checks them inside the exact neighbourhood)
+    witness_values: dict = field(default_factory=dict)
     rb_batched: int = 0            # robustness statuses left unknown by the runtime's batch rounding
 
 
