@@ -660,3 +660,30 @@ def random_ensemble(seed: int, n_inputs: int, n_trees: int, depth: int, link: st
     return TreeEnsemble(tuple(trees), n_inputs, base, link, f"random(seed={seed})",
                         divisor=float(n_trees) if link == "identity" else 1.0)
 
+
+
+def float_key(x: float) -> int:
+    """An integer that orders float64 values as the reals they are (-0.0 and 0.0 alike): consecutive floats get
+    consecutive keys, so a bisection over keys visits every float between two."""
+    i = int(np.array([x], dtype=np.float64).view(np.int64)[0])
+    return i if i >= 0 else -(i & 0x7FFFFFFFFFFFFFFF)
+
+
+def float_of_key(k: int) -> float:
+    """The float64 of a :func:`float_key`."""
+    i = k if k >= 0 else (-k) | (-0x8000000000000000)
+    return float(np.array([i], dtype=np.int64).view(np.float64)[0])
+
+
+def last_left(a: float, b: float, left) -> float:
+    """The largest float64 x in [a, b) with ``left(x)``, given ``left(a)`` and not ``left(b)`` and ``left``
+    monotone (true up to a point, false after): a split's boundary as the runtime decides it, found by
+    bisecting the floats between a and b (at most 64 calls)."""
+    ka, kb = float_key(a), float_key(b)
+    while kb - ka > 1:
+        mid = (ka + kb) // 2
+        if left(float_of_key(mid)):
+            ka = mid
+        else:
+            kb = mid
+    return float_of_key(ka)

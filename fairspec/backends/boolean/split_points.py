@@ -19,19 +19,10 @@ import dataclasses
 import numpy as np
 
 from fairspec import ir
+from fairspec.models.trees import last_left
 from fairspec.verdict import Unsupported
 
 __all__ = ["fed", "raw_cut", "box"]
-
-
-def _key(x: float) -> int:
-    i = int(np.array([x], dtype=np.float64).view(np.int64)[0])
-    return i if i >= 0 else -(i & 0x7FFFFFFFFFFFFFFF)
-
-
-def _from_key(k: int) -> float:
-    i = k if k >= 0 else (-k) | (-0x8000000000000000)
-    return float(np.array([i], dtype=np.int64).view(np.float64)[0])
 
 
 def fed(col: ir.ColumnEncoding, values) -> np.ndarray:
@@ -84,14 +75,7 @@ def raw_cut(col: ir.ColumnEncoding, f: ir.Feature, c: float) -> float:
         return float(np.nextafter(a, -np.inf))
     if left(b):
         return b
-    ka, kb = _key(a), _key(b)
-    while kb - ka > 1:
-        mid = (ka + kb) // 2
-        if left(_from_key(mid)):
-            ka = mid
-        else:
-            kb = mid
-    return _from_key(ka)
+    return last_left(a, b, left)   # left(a), not left(b): bisect the float64 values
 
 
 def _numeric(enc: ir.Encoding, fs: ir.FeatureSet, i: int):

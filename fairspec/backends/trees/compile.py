@@ -24,24 +24,13 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from fairspec.models.trees import TreeEnsemble
+from fairspec.models.trees import TreeEnsemble, last_left
 
 __all__ = ["TooLarge", "compile_decision"]
 
 
 class TooLarge(Exception):
     pass
-
-
-def _key(x: float) -> int:
-    """An integer that orders float64 values as the reals they are (-0.0 and 0.0 alike)."""
-    i = int(np.array([x], dtype=np.float64).view(np.int64)[0])
-    return i if i >= 0 else -(i & 0x7FFFFFFFFFFFFFFF)
-
-
-def _from_key(k: int) -> float:
-    i = k if k >= 0 else (-k) | (-0x8000000000000000)
-    return float(np.array([i], dtype=np.int64).view(np.float64)[0])
 
 
 def _cut(t, k) -> float:
@@ -57,14 +46,7 @@ def _cut(t, k) -> float:
     a, b = c - span, c + span                      # float32 rounding moves the boundary far less
     if not left(a) or left(b):                     # never: the boundary lies within a float32 ulp
         return float(np.nextafter(c, -np.inf)) if t.strict else c
-    ka, kb = _key(a), _key(b)
-    while kb - ka > 1:                             # left(a), not left(b): bisect the float64 values
-        mid = (ka + kb) // 2
-        if left(_from_key(mid)):
-            ka = mid
-        else:
-            kb = mid
-    return _from_key(ka)
+    return last_left(a, b, left)   # left(a), not left(b): bisect the float64 values
 
 
 #: a bound decides a box only this far from the decision threshold (relative to the largest

@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from fairspec.models.network import sigmoid
-from fairspec.models.trees import Tree, TreeEnsemble
+from fairspec.models.trees import Tree, TreeEnsemble, last_left
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 __all__ = ["fold", "prune", "instant_verdict", "cuts_by_feature", "vary_trees"]
@@ -49,16 +49,6 @@ def _int_cut(tree: Tree, node: int, scale: float, shift: float, lo: float, hi: f
     return float(max(c, lo - 1))
 
 
-def _key(x: float) -> int:
-    i = int(np.array([x], dtype=np.float64).view(np.int64)[0])
-    return i if i >= 0 else -(i & 0x7FFFFFFFFFFFFFFF)
-
-
-def _from_key(k: int) -> float:
-    i = k if k >= 0 else (-k) | (-0x8000000000000000)
-    return float(np.array([i], dtype=np.int64).view(np.float64)[0])
-
-
 def _real_cut(tree: Tree, node: int, feed, lo: float, hi: float) -> float:
     """The largest float64 v in [lo, hi] with ``go_left(feed(v))`` (the float below lo if none, hi if all):
     the encoder and the library's comparison are monotone in v, so a bisection over the floats finds it."""
@@ -69,14 +59,7 @@ def _real_cut(tree: Tree, node: int, feed, lo: float, hi: float) -> float:
         return float(np.nextafter(lo, -np.inf))
     if left(hi):
         return float(hi)
-    ka, kb = _key(lo), _key(hi)
-    while kb - ka > 1:
-        mid = (ka + kb) // 2
-        if left(_from_key(mid)):
-            ka = mid
-        else:
-            kb = mid
-    return _from_key(ka)
+    return last_left(lo, hi, left)   # left(lo), not left(hi): bisect the float64 values
 
 
 def fold(ens: TreeEnsemble, lo, hi, integer, scale=None, shift=None, feeds=None) -> TreeEnsemble:
