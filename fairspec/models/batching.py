@@ -219,7 +219,7 @@ def elementwise_sigmoid_head(model):
     """``scipy.special.expit`` when the model's runtime probability is that elementwise logistic of its
     last layer's one output (``ELEMENTWISE_SIGMOID``, a scikit-learn estimator or the final step of a
     pipeline of one): a point whose pre-activation is exact in every batch then has one probability in
-    every batch (:func:`fairspec.kinds.pair_enumeration.points_exact`). None otherwise."""
+    every batch (:func:`fairspec.kinds.pair_spread.points_exact`). None otherwise."""
     if getattr(model, "format", "") != "sklearn":
         return None
     est = getattr(model, "raw", None)
