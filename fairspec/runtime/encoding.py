@@ -175,13 +175,7 @@ def decode_row(enc: ir.Encoding, fs: ir.FeatureSet, x, known: dict | None = None
             if k is not None and 0 <= k < len(c.codes) and float(c.codes[k]) == float(seg[0]):
                 value = c.categories[k]
         else:
-            v = float(seg[0])
-            if c.kind == "minmax" and c.scale is not None:
-                v = (v - c.shift) / c.scale
-            elif c.kind == "minmax":
-                v = v * ((c.hi - c.lo) or 1.0) + c.lo
-            elif c.kind == "standard":
-                v = v * (c.std or 1.0) + c.mean
+            v = raw_of_input(c, float(seg[0]))
             if f is not None and isinstance(f.domain, ir.Boolean):
                 value = bool(round(v))
             elif f is not None and isinstance(f.domain, ir.IntRange):
@@ -191,6 +185,18 @@ def decode_row(enc: ir.Encoding, fs: ir.FeatureSet, x, known: dict | None = None
         out[c.feature] = value
     rank = {f.name: i for i, f in enumerate(fs.features)}
     return dict(sorted(out.items(), key=lambda kv: rank.get(kv[0], len(rank))))
+
+
+def raw_of_input(c, x: float) -> float:
+    """The raw value a numeric column's model input ``x`` stands for: the encoding's formula inverted in float64
+    (an estimate: the runtime's encoder need not give ``x`` back for it; callers check on the encoder)."""
+    if c.kind == "minmax" and c.scale is not None:
+        return (x - c.shift) / c.scale
+    if c.kind == "minmax":
+        return x * ((c.hi - c.lo) or 1.0) + c.lo
+    if c.kind == "standard":
+        return x * (c.std or 1.0) + c.mean
+    return x
 
 
 def _column_value(c, v: float) -> float:

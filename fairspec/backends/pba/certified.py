@@ -228,14 +228,9 @@ def _preimages(c, x: float, lo: float, hi: float, integer: bool, count: int) -> 
     """Feature values of the numeric column ``c`` within [lo, hi] whose runtime encoding is at or next to the
     model input ``x``: the formula's inverse and the floats a few ulps either side, clipped into the box
     (whole numbers only for an int feature)."""
-    if c.kind == "minmax" and c.scale is not None:
-        v = (x - c.shift) / c.scale
-    elif c.kind == "minmax":
-        v = x * ((c.hi - c.lo) or 1.0) + c.lo
-    elif c.kind == "standard":
-        v = x * (c.std or 1.0) + c.mean
-    else:
-        v = x
+    from fairspec.runtime.encoding import raw_of_input
+
+    v = raw_of_input(c, x)
     if integer:
         cands = [float(round(v)), float(np.floor(v)), float(np.ceil(v))]
     else:
