@@ -445,21 +445,26 @@ def test_pba_le_share_holds_on_an_in_neighbourhood_refutation(tmp_path):
 
 def test_pba_le_share_guard_refuses_a_refutation_without_an_in_box_witness():
     """rp's note on 1b: a `<=` / `<` share's holds rests on the refutations; one without a recorded runtime
-    witness inside the exact neighbourhood is not counted (kinds.pba._refutations_inside)."""
+    witness inside the exact neighbourhood is not counted (certify.pba_share.certify_share, called by kinds.pba
+    through _refutations)."""
+    from fractions import Fraction
     from types import SimpleNamespace
 
-    from fairspec.kinds.pba import _refutations_inside
+    from fairspec.certify.pba_share import certify_share
+    from fairspec.kinds.pba import _refutations
 
-    box_a, box_b = np.array([[0.0]]), np.array([[0.3]])
+    ends = [[(Fraction(0), Fraction(3, 10))]]
     R = np.array([0])
 
-    def part(values):
+    def holds(values):
         r = SimpleNamespace(observed=np.array(["refuted"]), witness_obs={0: (None, None)}, witness_values=values)
-        return [("s", r, None, None, None, R)]
+        refs = _refutations([("s", r, None, None, None, R)], ends, np.array([False]))
+        return certify_share(eligible=1, proved=0, refuted=1, unknown=0, op="<=", threshold=0.5,
+                             refutations=refs).status == "holds"
 
-    assert _refutations_inside(part({0: (0.3,)}), box_a, box_b)
-    assert not _refutations_inside(part({0: (0.30000000000000004,)}), box_a, box_b)
-    assert not _refutations_inside(part({}), box_a, box_b)
+    assert holds({0: (0.3,)})
+    assert not holds({0: (0.30000000000000004,)})
+    assert not holds({})
 
 
 def test_pba_offset_box_covers_the_exact_neighbourhood_ends():

@@ -79,7 +79,7 @@ def _default_groups(fs: ir.FeatureSet, flip: str) -> ir.Groups:
 
 def _moving(prop: ir.PBA, fs: ir.FeatureSet, enc: ir.Encoding, values: dict, n: int):
     """Moving model-input columns, their scale, the offset box (n, m) and integrality."""
-    cols, scale, lo, hi, integer, names, box_a, box_b = [], [], [], [], [], [], [], []
+    cols, scale, lo, hi, integer, names, box_a, box_b, ends = [], [], [], [], [], [], [], [], []
     for name, delta in prop.delta:
         if delta <= 0:
             continue
@@ -100,15 +100,16 @@ def _moving(prop: ir.PBA, fs: ir.FeatureSet, enc: ir.Encoding, values: dict, n: 
         v = np.asarray(values[name], dtype=np.float64)
         dom = f.domain
         is_int = isinstance(dom, ir.IntRange)
-        a, b = _exact_box(v, delta, dom, is_int)
+        a, b, exact = _exact_box(v, delta, dom, is_int)
         cols.append(c.offset); scale.append(s); integer.append(is_int); names.append(name)
         lo.append(_cover(v, np.minimum(a - v, 0.0), a, -np.inf))
         hi.append(_cover(v, np.maximum(b - v, 0.0), b, np.inf))
-        box_a.append(a); box_b.append(b)
+        box_a.append(a); box_b.append(b); ends.append(exact)
     m = len(cols)
     lo = np.stack(lo, axis=1) if m else np.zeros((n, 0))
     hi = np.stack(hi, axis=1) if m else np.zeros((n, 0))
     box = (np.stack(box_a, axis=1), np.stack(box_b, axis=1)) if m else (np.zeros((n, 0)), np.zeros((n, 0)))
+    box = (*box, ends)          # ends[k][row]: the exact (Fraction) ends of moving feature k, None if v is not finite
     return np.array(cols, dtype=np.int64), np.array(scale), lo, hi, np.array(integer, dtype=bool), names, box
 
 
@@ -127,23 +128,10 @@ def _cover(v, d, end, away):
     return d
 
 
-def _refutations_inside(verdict_parts, box_a, box_b) -> bool:
-    """Whether every observed refutation has a runtime witness (certify_cases' ``witness_values``) whose moving
-    features lie inside the exact neighbourhood [box_a, box_b] of its row: a ``<=`` / ``<`` share's holds rests
-    on the refutations, which the proof (verdict_proof: the proved points) does not carry."""
-    for _flip, r, _cs, _vx, _vp, R in verdict_parts:
-        for i in np.flatnonzero(r.observed == "refuted"):
-            w = r.witness_values.get(int(i))
-            if w is None or int(i) not in r.witness_obs:
-                return False
-            row = int(R[i])
-            if not all(box_a[row, k] <= x <= box_b[row, k] for k, x in enumerate(w)):
-                return False
-    return True
-
-
 def _exact_box(v, delta, dom, is_int: bool):
-    """Per value of ``v``: the first and last float64 (whole number for an int feature) w with
+    """(A, B, ends) per value of ``v``: ``ends`` the exact rational ends max(v - delta, dom.lo) and
+    min(v + delta, dom.hi) (None where v is not finite: what certify's share check compares a refutation's
+    witness with, certify/pba_share.py); A, B the first and last float64 (whole number for an int feature) w with
     max(v - delta, dom.lo) <= w <= min(v + delta, dom.hi), compared exactly (Fractions of the floats; delta and
     the domain's ends under both readings, the float and the decimal it prints as, the narrower taken): the
     neighbourhood's true ends, which fl(v - delta) or fl(v + offset) may round past. A point outside them is
@@ -155,12 +143,14 @@ def _exact_box(v, delta, dom, is_int: bool):
 
     d = min(both(delta))
     lo_d, hi_d = max(both(dom.lo)), min(both(dom.hi))
-    A, B = np.empty(len(v)), np.empty(len(v))
+    A, B, ends = np.empty(len(v)), np.empty(len(v)), []
     for j, x in enumerate(v.tolist()):
         if not np.isfinite(x):
             A[j] = B[j] = x
+            ends.append(None)
             continue
         a, b = max(Fraction(x) - d, lo_d), min(Fraction(x) + d, hi_d)
+        ends.append((a, b))
         if is_int:
             import math
 
@@ -172,7 +162,7 @@ def _exact_box(v, delta, dom, is_int: bool):
             if Fraction(fb) > b:
                 fb = float(np.nextafter(fb, -np.inf))
         A[j], B[j] = fa, fb
-    return A, B
+    return A, B, ends
 
 
 def _cases(values: dict, n: int, fs: ir.FeatureSet, flip: str):
@@ -260,7 +250,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     workers = int(getattr(prop.options, "workers", None) or configured_workers())
     groups = prop.report_by
     try:
-        cols, scale, lo_r, hi_r, integer, moving, (box_a, box_b) = _moving(prop, fs, enc, values, n)
+        cols, scale, lo_r, hi_r, integer, moving, (box_a, box_b, exact_ends) = _moving(prop, fs, enc, values, n)
     except ValueError as e:
         raise Unsupported(str(e))
     U_rows = encode(enc, values, n)
@@ -323,6 +313,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
                           workers=workers, rb=True, rb_rows=first_case, rb_time=0.2 * per_flip, seed=opts.seed,
                           progress=progress, decide=decide)
         # every verdict rests on certify: each eligible case's neighbourhood on the runtime, compared exactly
+        evidence.part = flip        # the proved cases' keys: (flip, case)
         certify_cases(res, values_x=vals_x, values_p=vals_p, moving=moving, lo=lo_r[R], hi=hi_r[R], integer=integer,
                       cls=labels[R].astype(int), enc=enc, score=raw_score, decide=decide, evidence=evidence,
                       rb_rows=first_case, recheck=trees is None, spread=spread, box=(box_a[R], box_b[R]))
@@ -428,18 +419,20 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     ok = lambda v: decide(v, op, thr)  # noqa: E731
     share_x, hi_x = Fraction(int(proved), int(n_el)), Fraction(int(proved + unk), int(n_el))
     low_side, high_side = (share_x, hi_x) if op in (">=", ">") else (hi_x, share_x)
-    if ok(low_side) and op in ("<=", "<") and refuted and not _refutations_inside(verdict_parts, box_a, box_b):
-        return unknown(prop, f"{what}, but a refutation the share rests on has no runtime witness inside the exact "
-                             "neighbourhood", value=float(share), bound=bound, **common)
     if ok(low_side):
+        from fairspec.certify.pba_share import certify_share
+
         claim = f"the share of PBA-verified points {op} {_spec_number(thr)} for every outcome of the unknown points"
-        proof = verdict_proof(evidence, share=low_side, op=op, threshold=thr, claim=claim)
-        if proof is None:
-            return unknown(prop, f"{what}, but certify did not confirm the share", value=float(share), bound=bound,
-                           **common)
+        got = certify_share(eligible=n_el, proved=proved, refuted=refuted, unknown=unk, op=op, threshold=thr,
+                            proved_rows=_rows_of(verdict_parts, "proved"), points_proof=verdict_proof(evidence),
+                            refutations=_refutations(verdict_parts, exact_ends, integer) if op in ("<=", "<") else (),
+                            claim=claim)
+        if got.status != "holds":
+            return unknown(prop, f"{what}, but certify did not confirm the share: {got.reason}", value=float(share),
+                           bound=bound, **common)
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=float(share), bound=bound,
-                       reason=f"{what}; share {op} {_spec_number(thr)} for every outcome of the unknown points", proof=proof,
-                       **common)
+                       reason=f"{what}; share {op} {_spec_number(thr)} for every outcome of the unknown points",
+                       proof=got.proof, **common)
     if not ok(high_side):
         w = witness() if op in (">=", ">") else None
         return Verdict(prop.name, prop.kind, "violated", value=float(share), bound=bound, witness=w,
@@ -447,6 +440,27 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     return unknown(prop, f"{what}; the share {op} {_spec_number(thr)} depends on the unknown points "
                          f"({_unknown_cause(verdict_parts)})", value=float(share),
                    bound=bound, **common)
+
+
+def _rows_of(verdict_parts, status: str) -> list:
+    """The keys (flip, case) of the cases of the observed setting with ``status``."""
+    return [(flip, int(i)) for flip, r, *_ in verdict_parts for i in np.flatnonzero(r.observed == status)]
+
+
+def _refutations(verdict_parts, exact_ends, integer) -> list:
+    """Each counted refutation of the observed setting for certify's share check (certify/pba_share.py): its
+    runtime witness as the moving features' values (certify_cases' ``witness_values``; None without a runtime
+    witness) and its row's exact neighbourhood (``_exact_box``'s Fraction ends, per moving feature)."""
+    from fairspec.certify.pba_share import Refutation
+
+    out = []
+    for flip, r, _cs, _vx, _vp, R in verdict_parts:
+        for i in np.flatnonzero(r.observed == "refuted"):
+            w = r.witness_values.get(int(i)) if int(i) in r.witness_obs else None
+            ends = [e[int(R[i])] for e in exact_ends]
+            out.append(Refutation((flip, int(i)), w, tuple(e[0] if e else None for e in ends),
+                                  tuple(e[1] if e else None for e in ends), tuple(bool(x) for x in integer)))
+    return out
 
 
 def _unknown_cause(verdict_parts) -> str:

@@ -17,14 +17,13 @@ evaluation budget (:data:`MAX_EVALUATIONS`), or whose moving feature is real, ke
 feature values next to its witness, encoded by the runtime encoder, refute too (that runtime pair becomes the
 witness; the witness ``u0 + scale * d`` may be an input no feature value encodes to); a solver's
 ``proved`` there is ``unknown`` ("not certified"). :func:`verdict_proof` then mints the verdict's
-Proof: ``enumeration`` of every proved case's offsets (and, for a share claim, the exact
-comparison of the share, ``exact-arithmetic``).
+Proof: ``enumeration`` of every proved case's offsets; a share claim is certified by
+:func:`fairspec.certify.pba_share.certify_share` on that proof and the refutations' witnesses.
 """
 
 from __future__ import annotations
 
 import itertools
-from fractions import Fraction
 
 import numpy as np
 
@@ -39,9 +38,12 @@ class Evidence:
 
     def __init__(self):
         self.a, self.b, self.c, self.da, self.db = [], [], [], [], []
+        self.keys = []          # per proved case: (part, case index), part what the caller names (its flip)
+        self.part = None
         self.budget = MAX_EVALUATIONS
 
-    def add(self, a, b, c, da=None, db=None):
+    def add(self, a, b, c, da=None, db=None, key=None):
+        self.keys.append((self.part, key))
         self.a.append(np.asarray(a, dtype=np.float64))
         self.b.append(np.asarray(b, dtype=np.float64))
         self.c.append(np.asarray(c, dtype=np.int64))
@@ -173,7 +175,7 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
             continue
         if fine.all():
             res.observed[i], res.stage_obs[i] = "proved", "enumeration"
-            evidence.add(a, b, c, da, db)
+            evidence.add(a, b, c, da, db, key=int(i))
             res.witness_obs.pop(i, None)
             continue
         j = int(np.flatnonzero(~fine & ~near)[0])
@@ -517,24 +519,16 @@ def _robust_rest(res, done, rb_pos, cls, moving, integer, lo, hi, values_x, valu
     return left
 
 
-def verdict_proof(evidence: Evidence, *, share: Fraction | None = None, op: str | None = None, threshold=None,
-                  claim: str = ""):
-    """The Proof of a PBA ``holds``: every proved case's offsets by enumeration (certify compares
-    them), and for a share claim the exact comparison of ``share`` -- proved / eligible for ``>=`` /
-    ``>``, (proved + unknown) / eligible for ``<=`` / ``<`` -- with the threshold as written.
-    None when certify does not confirm it."""
+def verdict_proof(evidence: Evidence):
+    """The enumeration Proof of the proved cases: every proved case's offsets compared by certify
+    (``detail["_cases"]``: the keys of the cases it covers, (part, case index)); None when certify does
+    not confirm it or no case is proved. A share claim is then decided by
+    :func:`fairspec.certify.pba_share.certify_share` on it and the refutations."""
     from fairspec.certify.enumerate import by_enumeration
-    from fairspec.certify.exact import prove_exact
 
     count, checks = evidence.checks()
-    enum = None
-    if count:
-        enum = by_enumeration(checks, count=count, claim=f"{len(evidence.a)} PBA points verified on every offset "
-                                                           "of their neighbourhood on the model's runtime",
-                              unit="offset pairs").proof
-        if enum is None:
-            return None
-    if op is None:
-        return enum
-    return prove_exact(share, op, threshold, claim=claim,
-                       points=enum.to_json() if enum is not None else None)
+    if not count:
+        return None
+    return by_enumeration(checks, count=count, claim=f"{len(evidence.a)} PBA points verified on every offset "
+                                                     "of their neighbourhood on the model's runtime",
+                          unit="offset pairs", cases=len(evidence.keys), _cases=tuple(evidence.keys)).proof
