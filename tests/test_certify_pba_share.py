@@ -90,3 +90,28 @@ def test_ge_holds_only_on_proved_rows_the_points_proof_covers():
 @pytest.mark.parametrize("op", ["==", "!="])
 def test_other_comparisons_are_unknown(op):
     assert _le([_ref(0.3)], op=op).status == "unknown"
+
+
+def test_violated_rests_on_the_other_sides_rows():
+    """A share that misses the claim for every outcome is violated only on the rows that says so: ``>=``
+    on the refutations (each inside its box), ``<=`` on the proved rows (each covered by their proof)."""
+    import numpy as np
+
+    from fairspec.certify.enumerate import Check, by_enumeration
+
+    # >= 0.6 with 2 of 3 refuted: the share is at most 1/3
+    ask = dict(eligible=3, proved=0, refuted=2, unknown=1, op=">=", threshold="0.6")
+    inside = [_ref(0.3, row=0), _ref(0.375, row=1)]
+    assert certify_share(refutations=inside, **ask).status == "violated"
+    got = certify_share(refutations=[_ref(0.3, row=0), _ref(math.nextafter(0.375, 1), row=1)], **ask)
+    assert got.status == "unknown" and "outside the exact neighbourhood" in got.reason
+    # <= 0.2 with 2 of 3 proved: the share is at least 2/3
+    rows = [("s", 0), ("s", 1)]
+    points = by_enumeration([Check(np.ones(2), ">", 0)], count=2, claim="points", _cases=tuple(rows)).proof
+    ask = dict(eligible=3, proved=2, refuted=0, unknown=1, op="<=", threshold="0.2", proved_rows=rows)
+    assert certify_share(points_proof=points, **ask).status == "violated"
+    assert certify_share(points_proof=None, **ask).status == "unknown"
+    # between the ends: depends on the unknown points
+    got = certify_share(eligible=3, proved=1, refuted=1, unknown=1, op=">=", threshold="0.5",
+                        proved_rows=rows[:1], points_proof=points, refutations=[_ref(0.3)])
+    assert got.status == "unknown" and "depends on the unknown points" in got.reason

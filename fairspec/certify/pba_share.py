@@ -15,8 +15,10 @@ points when
   larger), a whole number for an int feature.
 
 :func:`certify_share` makes those checks and mints the ``exact-arithmetic`` Proof, which records the
-refutations' witnesses and boxes and the proved points' Proof; anything it cannot confirm is ``unknown``
-with the reason. Imports nothing but certify and the standard library.
+refutations' witnesses and boxes and the proved points' Proof. A share that misses the claim for every
+outcome (``violated``) rests on the other side's rows, checked the same way: ``(eligible - refuted) /
+eligible`` below a ``>=`` on the refutations, ``proved / eligible`` above a ``<=`` on the proved rows.
+Anything it cannot confirm is ``unknown`` with the reason. Imports nothing but certify and the standard library.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ class Refutation:
 
 @dataclass(frozen=True)
 class ShareDecision:
-    """``status`` "holds" (with ``proof``) or "unknown" (with ``reason``, why certify did not confirm it)."""
+    """``status`` "holds" (with ``proof``), "violated" (the share misses the claim for every outcome of the
+    unknown points, on the rows checked) or "unknown" (with ``reason``, why certify did not confirm it)."""
 
     status: str
     reason: str
@@ -107,15 +110,20 @@ def _points_cover(points_proof, proved_rows) -> str | None:
 
 def certify_share(*, eligible: int, proved: int, refuted: int, unknown: int, op: str, threshold,
                   proved_rows=(), points_proof=None, refutations=(), claim: str = "") -> ShareDecision:
-    """Whether ``share op threshold`` holds for every outcome of the unknown points, certified.
+    """Whether ``share op threshold`` holds for every outcome of the unknown points, certified; or fails for
+    every one of them (``violated``).
 
     ``eligible`` / ``proved`` / ``refuted`` / ``unknown``: the counts (eligible = the sum of the other
     three); ``op`` one of ``<``, ``<=``, ``>``, ``>=``; ``threshold`` as the spec writes it
     (:func:`fairspec.certify.exact.threshold_of`). ``proved_rows``: the keys of the rows counted as proved,
     each of which ``points_proof`` (the enumeration Proof of the proved points, whose ``detail["_cases"]``
     lists the keys it covers) must cover; ``refutations``: a :class:`Refutation` per row counted as
-    refuted. The share compared is ``proved / eligible`` for ``>=`` / ``>`` and ``(eligible - refuted) /
-    eligible`` for ``<=`` / ``<``, exactly (``<`` is not ``<=``)."""
+    refuted. The share lies in [proved / eligible, (eligible - refuted) / eligible], compared exactly (``<``
+    is not ``<=``). ``holds``: its worst end meets the claim -- the lower for ``>=`` / ``>`` (resting on the
+    proved rows), the upper for ``<=`` / ``<`` (resting on the refutations, and the proved rows checked too);
+    ``violated``: its best end misses it -- the upper for ``>=`` / ``>`` (resting on the refutations), the
+    lower for ``<=`` / ``<`` (resting on the proved rows); else ``unknown``, also when what it rests on is
+    not confirmed (the reason says what)."""
     from fairspec.certify.exact import prove_exact, threshold_of
     from fairspec.certify.proof import Proof
 
@@ -136,34 +144,51 @@ def certify_share(*, eligible: int, proved: int, refuted: int, unknown: int, op:
         t = threshold_of(threshold)
     except (TypeError, ValueError, ZeroDivisionError) as e:
         return no(f"the threshold {threshold!r} is no exact number ({e})")
+
+    def meets(v: Fraction) -> bool:
+        return {"<": v < t, "<=": v <= t, ">": v > t, ">=": v >= t}[op]
+
+    low, high = Fraction(proved, eligible), Fraction(eligible - refuted, eligible)
     upper = op in ("<", "<=")
-    share = Fraction(eligible - refuted if upper else proved, eligible)
-    if not {"<": share < t, "<=": share <= t, ">": share > t, ">=": share >= t}[op]:
-        return no(f"the share {share} is not {op} {t} for every outcome of the unknown points")
-    # the proved points are checked for either side (a >= / > claim rests on them; a <= / < one only on the
-    # refutations, but a share whose proved points certify does not confirm is no proof either)
-    rows = list(proved_rows)
-    if len(rows) != proved or len(set(rows)) != proved:
-        return no(f"{proved} points are counted as proved, {len(set(rows))} proved rows are given")
-    why = _points_cover(points_proof, rows)
-    if why:
-        return no(why)
-    refs = list(refutations)
-    if upper:
+    worst, best = (high, low) if upper else (low, high)
+    rows, refs = list(proved_rows), list(refutations)
+
+    def proved_ok() -> str | None:
+        if len(rows) != proved or len(set(rows)) != proved:
+            return f"{proved} points are counted as proved, {len(set(rows))} proved rows are given"
+        return _points_cover(points_proof, rows)
+
+    def refuted_ok() -> str | None:
         if len(refs) != refuted or len({r.row for r in refs}) != refuted:
-            return no(f"{refuted} points are counted as refuted, {len({r.row for r in refs})} refutations are given")
+            return f"{refuted} points are counted as refuted, {len({r.row for r in refs})} refutations are given"
         for r in refs:
             why = _inside(r)
             if why:
-                return no(f"a refutation the share rests on (row {r.row}) {why}")
+                return f"a refutation the share rests on (row {r.row}) {why}"
+        return None
+
+    if not meets(worst):
+        if meets(best):
+            return no(f"the share lies in [{low}, {high}]: {op} {t} depends on the unknown points")
+        # violated for every outcome: rests on the refutations (>= / >: the share is at most high) or on the
+        # proved points (<= / <: at least low)
+        why = proved_ok() if upper else refuted_ok()
+        if why:
+            return no(f"the share lies in [{low}, {high}], never {op} {t}, but {why}")
+        return ShareDecision("violated", f"the share lies in [{low}, {high}]: never {op} {t}")
+    # holds: the proved points are checked for either side (a >= / > claim rests on them; a <= / < one only on
+    # the refutations, but a share whose proved points certify does not confirm is no proof either)
+    why = proved_ok() or (refuted_ok() if upper else None)
+    if why:
+        return no(why)
     witnesses = [{"row": r.row, "witness": [float(x) for x in r.witness],
                   "lo": [str(a) for a in r.lo], "hi": [str(b) for b in r.hi]} for r in refs] if upper else []
-    proof = prove_exact(share, op, t, claim=claim or f"the share of PBA-verified points {op} {t}",
+    proof = prove_exact(worst, op, t, claim=claim or f"the share of PBA-verified points {op} {t}",
                         eligible=eligible, proved=proved, refuted=refuted, unknown=unknown,
                         rests_on="the refuted points, each witnessed inside its exact neighbourhood" if upper
                         else "the proved points, each covered by their enumeration proof",
                         points=points_proof.to_json() if isinstance(points_proof, Proof) else None,
                         refutations=len(witnesses), witnesses=witnesses[:SHOWN_WITNESSES], _witnesses=witnesses)
     if proof is None:       # (the comparison above is the one prove_exact makes)
-        return no(f"the share {share} is not {op} {t}")
+        return no(f"the share {worst} is not {op} {t}")
     return ShareDecision("holds", "", proof)

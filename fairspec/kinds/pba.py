@@ -394,6 +394,11 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     share = proved / n_el
     hi_share = (proved + unk) / n_el
     bound = (float(share), float(hi_share))
+    from fractions import Fraction
+
+    # the exact shares, which the reports round from (outward for the bound: 1/3 is above 0.3333333333333333)
+    details["exact_value"] = str(Fraction(proved, n_el))
+    details["exact_bound"] = [str(Fraction(proved, n_el)), str(Fraction(proved + unk, n_el))]
     common = dict(backend=BACKEND, seconds=seconds, details=details)
     what = f"{proved} of {n_el} eligible points PBA-verified, {refuted} refuted, {unk} unknown"
     if prop.threshold is None:
@@ -411,32 +416,32 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=1.0, bound=bound, reason=what, proof=proof,
                        **common)
     op, thr = prop.op, prop.threshold
-    from fractions import Fraction
-
     from fairspec.certify.exact import decide
 
     # the shares are exact ratios of counts, compared with the threshold as written (< is not <=)
     ok = lambda v: decide(v, op, thr)  # noqa: E731
     share_x, hi_x = Fraction(int(proved), int(n_el)), Fraction(int(proved + unk), int(n_el))
     low_side, high_side = (share_x, hi_x) if op in (">=", ">") else (hi_x, share_x)
-    if ok(low_side):
-        from fairspec.certify.pba_share import certify_share
+    from fairspec.certify.pba_share import certify_share
 
-        claim = f"the share of PBA-verified points {op} {_spec_number(thr)} for every outcome of the unknown points"
-        got = certify_share(eligible=n_el, proved=proved, refuted=refuted, unknown=unk, op=op, threshold=thr,
-                            proved_rows=_rows_of(verdict_parts, "proved"), points_proof=verdict_proof(evidence),
-                            refutations=_refutations(verdict_parts, exact_ends, integer) if op in ("<=", "<") else (),
-                            claim=claim)
-        if got.status != "holds":
-            return unknown(prop, f"{what}, but certify did not confirm the share: {got.reason}", value=float(share),
-                           bound=bound, **common)
+    claim = f"the share of PBA-verified points {op} {_spec_number(thr)} for every outcome of the unknown points"
+    # the proved points' enumeration proof, where the verdict rests on them (any holds; a <= / < violated)
+    points = ok(low_side) or (op in ("<=", "<") and not ok(high_side))
+    got = certify_share(eligible=n_el, proved=proved, refuted=refuted, unknown=unk, op=op, threshold=thr,
+                        proved_rows=_rows_of(verdict_parts, "proved"),
+                        points_proof=verdict_proof(evidence) if points else None,
+                        refutations=_refutations(verdict_parts, exact_ends, integer), claim=claim)
+    if got.status == "holds":
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=float(share), bound=bound,
                        reason=f"{what}; share {op} {_spec_number(thr)} for every outcome of the unknown points",
                        proof=got.proof, **common)
-    if not ok(high_side):
+    if got.status == "violated":
         w = witness() if op in (">=", ">") else None
         return Verdict(prop.name, prop.kind, "violated", value=float(share), bound=bound, witness=w,
                        reason=f"{what}; the share of verified points cannot be {op} {_spec_number(thr)}", **common)
+    if ok(low_side) or not ok(high_side):       # decided by the counts, but not on what certify confirmed
+        return unknown(prop, f"{what}, but certify did not confirm the share: {got.reason}", value=float(share),
+                       bound=bound, **common)
     return unknown(prop, f"{what}; the share {op} {_spec_number(thr)} depends on the unknown points "
                          f"({_unknown_cause(verdict_parts)})", value=float(share),
                    bound=bound, **common)
