@@ -105,9 +105,11 @@ def bound_texts(v, style: str = "g") -> tuple[str, str] | None:
     the upper up) and kept on their side of each threshold of the claim (``literals.shown``)."""
     if v.bound is None:
         return None
-    exact = (v.details or {}).get("exact_value")
-    return tuple(_literals.shown(x, v.thresholds, end=end, style=style, exact=exact)
-                 for x, end in zip(v.bound, ("low", "high")))
+    d = v.details or {}
+    ends = d.get("exact_bound")     # the ends' exact values (a PBA share's "1/3"), else the value's for either
+    ends = ends if isinstance(ends, (list, tuple)) and len(ends) == 2 else (d.get("exact_value"),) * 2
+    return tuple(_literals.shown(x, v.thresholds, end=end, style=style, exact=e)
+                 for x, end, e in zip(v.bound, ("low", "high"), ends))
 
 
 def print_text(report, console) -> None:

@@ -150,8 +150,9 @@ def shown(x, thresholds=(), *, end: str | None = None, digits: int = 4, style: s
         p = _fraction_of(text)
         if p is None:
             return False
-        if ((end == "low" and p > q) or (end == "high" and p < q)) and float(text) != x:
-            return False            # rounded inward (a text that reads back as the float itself is it)
+        if ((end == "low" and p > q) or (end == "high" and p < q)) and (float(text) != x or q != Fraction(x)):
+            return False            # rounded inward (a text that reads back as the float itself is it, when the
+            # float is the number: not when ``exact`` is another, 1/3 read from 0.3333333333333333)
         return all((p > t) - (p < t) == (q > t) - (q < t) for t in ts)
 
     for d in range(digits, digits + 40):

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -39,6 +40,16 @@ __all__ = ["Aggregate", "aggregate", "render_table", "write_chart"]
 
 def _share(num, den):
     return None if den == 0 else float(num) / float(den)
+
+
+def _put(r: dict, key: str, num, den) -> None:
+    """``r[key]``: the share num / den (a float, None when den is 0), and ``r["exact"][key]`` the exact ratio
+    as text ("1/3"), which the text table rounds from (a float's shortest decimal 0.3333333333333333 is below
+    1/3: a range's upper end printed from it may leave 1/3 out, a share beside ``<= 0.3333333333333333`` read
+    on the threshold)."""
+    r[key] = _share(num, den)
+    if int(den):
+        r.setdefault("exact", {})[key] = str(Fraction(int(num), int(den)))
 
 
 @dataclass
@@ -71,30 +82,30 @@ def aggregate(groups: list[str], *, row_group, row_label, row_pred, case_row, ca
     for gi, name in enumerate(groups):
         in_g = row_group == gi
         pos = in_g & row_label
-        r = {"group": name, "n": int(in_g.sum()),
-             "sp": _share(row_pred[in_g].sum(), in_g.sum()),
-             "tpr": _share(row_pred[pos].sum(), pos.sum())}
+        r = {"group": name, "n": int(in_g.sum())}
+        _put(r, "sp", row_pred[in_g].sum(), in_g.sum())
+        _put(r, "tpr", row_pred[pos].sum(), pos.sum())
         cx = case_group_x == gi
-        r["cfa"] = _share(case_same[cx].sum(), cx.sum())
+        _put(r, "cfa", case_same[cx].sum(), cx.sum())
         if row_tied is not None:
             _range(r, "sp", row_pred.astype(bool), row_tied, in_g)
             _range(r, "tpr", row_pred.astype(bool), row_tied, pos)
         if case_tied is not None:
             _range(r, "cfa", np.asarray(case_same, dtype=bool), case_tied, cx)
         if rb_x is not None:
-            r["rb_observed"] = _share((rb_x[in_g] == "proved").sum(), in_g.sum())
+            _put(r, "rb_observed", (rb_x[in_g] == "proved").sum(), in_g.sum())
             r["rb_observed_unknown"] = int((rb_x[in_g] == "unknown").sum())
         if rb_p is not None:
             cp = case_group_p == gi
-            r["rb_flipped"] = _share((rb_p[cp] == "proved").sum(), cp.sum())
+            _put(r, "rb_flipped", (rb_p[cp] == "proved").sum(), cp.sum())
             r["rb_flipped_unknown"] = int((rb_p[cp] == "unknown").sum())
         for setting, grp, st in (("observed", case_group_x, obs_status), ("flipped", case_group_p, flip_status)):
             sel = (grp == gi) & case_eligible
             den = int(sel.sum())
             proved = sel & (st == "proved")
-            r[f"pba_{setting}"] = _share(proved.sum(), den)
-            r[f"pba_{setting}_desirable"] = _share((proved & (case_class == 1)).sum(), den)
-            r[f"pba_{setting}_undesirable"] = _share((proved & (case_class == 0)).sum(), den)
+            _put(r, f"pba_{setting}", proved.sum(), den)
+            _put(r, f"pba_{setting}_desirable", (proved & (case_class == 1)).sum(), den)
+            _put(r, f"pba_{setting}_undesirable", (proved & (case_class == 0)).sum(), den)
             r[f"{setting}_counts"] = {"eligible": den, "proved": int(proved.sum()),
                                       "refuted": int((sel & (st == "refuted")).sum()),
                                       "unknown": int((sel & (st == "unknown")).sum()),
@@ -117,17 +128,19 @@ def _range(r: dict, key: str, yes, tied, sel) -> None:
     tied = np.asarray(tied, dtype=bool) & sel
     if tied.any():
         yes = np.asarray(yes, dtype=bool) & sel
-        r[f"{key}_range"] = [_share((yes & ~tied).sum(), sel.sum()), _share((yes | tied).sum(), sel.sum())]
+        ends = ((yes & ~tied).sum(), (yes | tied).sum())
+        r[f"{key}_range"] = [_share(k, sel.sum()) for k in ends]
+        r.setdefault("exact", {})[f"{key}_range"] = [str(Fraction(int(k), int(sel.sum()))) for k in ends]
 
 
-def _pct(v, ts=(), end: str | None = None) -> str:
+def _pct(v, ts=(), end: str | None = None, exact=None) -> str:
     """A share as a percentage, one decimal, more where one would put it on another side of one of the claim's
     thresholds ``ts`` (shares in [0, 1], as the spec writes them) than it is, or on one it is not on
-    (literals.shown, on 100 x the share's shortest decimal): 0.89996 against ``>= 0.9`` read 90.0%."""
+    (literals.shown, on 100 x the share): 0.89996 against ``>= 0.9`` read 90.0%. ``exact``: the share's exact
+    ratio ("1/3", the table's ``exact``), else the share is read as its shortest decimal; ``end`` "low" / "high":
+    a range's end, rounded down / up from it (never inward: the printed range contains the exact one)."""
     if v is None:
         return "-"
-    from fractions import Fraction
-
     from fairspec.syntax.literals import shown
 
     if not isinstance(v, float) or v != v or abs(v) == float("inf"):
@@ -138,14 +151,24 @@ def _pct(v, ts=(), end: str | None = None) -> str:
             scaled.append(100 * (Fraction(repr(float(t))) if isinstance(t, float) else Fraction(t)))
         except (TypeError, ValueError, OverflowError):
             continue
-    q = 100 * Fraction(repr(v))          # a share of counts, read as its shortest decimal (0.9 is 9 / 10)
+    q = 100 * (Fraction(exact) if exact is not None else Fraction(repr(v)))   # (0.9 read as 9 / 10)
     return shown(float(q), tuple(scaled), digits=1, style="f", end=end, exact=q) + "%"
 
 
 def _pct_of(r: dict, key: str, ts=()) -> str:
-    """A group metric's cell: its range where one batch decides it (``key + "_range"``), else its share."""
+    """A group metric's cell: its range where one batch decides it (``key + "_range"``, its ends rounded
+    outward), else its share."""
     got = r.get(f"{key}_range")
-    return _pct(r[key], ts) if not got else f"{_pct(got[0], ts, 'low')[:-1]}-{_pct(got[1], ts, 'high')}"
+    if not got:
+        return _pct(r[key], ts, exact=_exact(r, key))
+    ex = _exact(r, f"{key}_range") or (None, None)
+    return f"{_pct(got[0], ts, 'low', ex[0])[:-1]}-{_pct(got[1], ts, 'high', ex[1])}"
+
+
+def _exact(r: dict, key: str):
+    """The exact ratio the table recorded for ``key`` (``r["exact"]``), None when it has none."""
+    got = r.get("exact")
+    return got.get(key) if isinstance(got, dict) else None
 
 
 _METRICS = ("n", "SP", "TPR", "CFA", "RB obs", "RB flip")
@@ -155,15 +178,18 @@ _SHARES = ("PBA obs", "(des./undes.)", "PBA flip", "(des./undes.)", "undecided")
 def _cells(r: dict, cols, ts=()) -> list[str]:
     oc, fc = r["observed_counts"], r["flipped_counts"]
     cells = {"n": str(r["n"]), "SP": _pct_of(r, "sp", ts), "TPR": _pct_of(r, "tpr", ts), "CFA": _pct_of(r, "cfa", ts),
-             "RB obs": _pct(r.get("rb_observed"), ts), "RB flip": _pct(r.get("rb_flipped"), ts),
+             "RB obs": _pct(r.get("rb_observed"), ts, exact=_exact(r, "rb_observed")),
+             "RB flip": _pct(r.get("rb_flipped"), ts, exact=_exact(r, "rb_flipped")),
              "undecided": str(oc["unknown"] + fc["unknown"])}
     row = []
     for i, col in enumerate(cols):
         if col in ("PBA obs", "PBA flip"):
-            row.append(_pct(r[f"pba_{'observed' if col == 'PBA obs' else 'flipped'}"], ts))
+            key = f"pba_{'observed' if col == 'PBA obs' else 'flipped'}"
+            row.append(_pct(r[key], ts, exact=_exact(r, key)))
         elif col == "(des./undes.)":
             s = "observed" if cols[i - 1] == "PBA obs" else "flipped"
-            row.append(f"{_pct(r[f'pba_{s}_desirable'], ts)}/{_pct(r[f'pba_{s}_undesirable'], ts)}")
+            des, und = f"pba_{s}_desirable", f"pba_{s}_undesirable"
+            row.append(f"{_pct(r[des], ts, exact=_exact(r, des))}/{_pct(r[und], ts, exact=_exact(r, und))}")
         else:
             row.append(cells[col])
     return row
