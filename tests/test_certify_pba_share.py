@@ -115,3 +115,21 @@ def test_violated_rests_on_the_other_sides_rows():
     got = certify_share(eligible=3, proved=1, refuted=1, unknown=1, op=">=", threshold="0.5",
                         proved_rows=rows[:1], points_proof=points, refutations=[_ref(0.3)])
     assert got.status == "unknown" and "depends on the unknown points" in got.reason
+
+
+def test_every_point_holds_only_on_every_eligible_point_proved_and_covered():
+    import numpy as np
+
+    from fairspec.certify.enumerate import Check, by_enumeration
+    from fairspec.certify.pba_share import certify_every_point
+
+    rows = [("s", 0), ("s", 1)]
+    points = by_enumeration([Check(np.ones(2), ">", 0)], count=2, claim="points", _cases=tuple(rows)).proof
+    got = certify_every_point(eligible=2, proved=2, refuted=0, unknown=0, proved_rows=rows, points_proof=points)
+    assert got.status == "holds" and got.proof is points
+    assert certify_every_point(eligible=3, proved=2, refuted=0, unknown=1, proved_rows=rows,
+                               points_proof=points).status == "unknown"
+    assert certify_every_point(eligible=2, proved=2, refuted=0, unknown=0, proved_rows=[("s", 0), ("t", 0)],
+                               points_proof=points).status == "unknown"
+    assert certify_every_point(eligible=2, proved=2, refuted=0, unknown=0, proved_rows=rows,
+                               points_proof=None).status == "unknown"

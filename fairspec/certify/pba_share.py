@@ -192,3 +192,25 @@ def certify_share(*, eligible: int, proved: int, refuted: int, unknown: int, op:
     if proof is None:       # (the comparison above is the one prove_exact makes)
         return no(f"the share {worst} is not {op} {t}")
     return ShareDecision("holds", "", proof)
+
+
+def certify_every_point(*, eligible: int, proved: int, refuted: int, unknown: int, proved_rows=(),
+                        points_proof=None) -> ShareDecision:
+    """PBA without a share (``pba(...)`` alone): every eligible point verified. ``holds`` with the enumeration
+    Proof of the proved points when every eligible point is counted proved (none refuted, none unknown) and that
+    proof covers each proved row (``detail["_cases"]``); else ``unknown`` with the reason (a refuted point is the
+    caller's ``violated``, on its replayed witness)."""
+    counts = (eligible, proved, refuted, unknown)
+    if any(isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in counts) or eligible == 0 \
+            or eligible != proved + refuted + unknown:
+        return ShareDecision("unknown", "the counts are not those of a nonempty set of points")
+    if proved != eligible:
+        return ShareDecision("unknown", f"{eligible - proved} of {eligible} eligible points are not proved")
+    rows = list(proved_rows)
+    if len(rows) != proved or len(set(rows)) != proved:
+        return ShareDecision("unknown", f"{proved} points are counted as proved, {len(set(rows))} proved rows "
+                                        "are given")
+    why = _points_cover(points_proof, rows)
+    if why:
+        return ShareDecision("unknown", why)
+    return ShareDecision("holds", "", points_proof)

@@ -409,12 +409,15 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
         if unk:
             return unknown(prop, f"{what} ({_unknown_cause(verdict_parts)})", value=float(share), bound=bound,
                            **common)
-        proof = verdict_proof(evidence)
-        if proof is None:
-            return unknown(prop, f"{what}, but certify did not confirm the proved points", value=float(share),
-                           bound=bound, **common)
-        return Verdict(prop.name, prop.kind, "holds", how="proved", value=1.0, bound=bound, reason=what, proof=proof,
-                       **common)
+        from fairspec.certify.pba_share import certify_every_point
+
+        got = certify_every_point(eligible=n_el, proved=proved, refuted=refuted, unknown=unk,
+                                  proved_rows=_rows_of(verdict_parts, "proved"), points_proof=verdict_proof(evidence))
+        if got.status != "holds":
+            return unknown(prop, f"{what}, but certify did not confirm the proved points: {got.reason}",
+                           value=float(share), bound=bound, **common)
+        return Verdict(prop.name, prop.kind, "holds", how="proved", value=1.0, bound=bound, reason=what,
+                       proof=got.proof, **common)
     op, thr = prop.op, prop.threshold
     from fairspec.certify.exact import decide
 
