@@ -133,3 +133,11 @@ def test_every_point_holds_only_on_every_eligible_point_proved_and_covered():
                                points_proof=points).status == "unknown"
     assert certify_every_point(eligible=2, proved=2, refuted=0, unknown=0, proved_rows=rows,
                                points_proof=None).status == "unknown"
+
+
+def test_witnessed_inside():
+    from fairspec.certify.pba_share import witnessed_inside
+
+    assert witnessed_inside(_ref(0.375)) and witnessed_inside(_ref(0.125))
+    assert not witnessed_inside(_ref(math.nextafter(0.375, 1)))
+    assert not witnessed_inside(_ref(None))

@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-__all__ = ["Refutation", "ShareDecision", "certify_share"]
+__all__ = ["Refutation", "ShareDecision", "certify_share", "certify_every_point", "witnessed_inside"]
 
 #: refutations listed in the proof's JSON (the Proof object keeps every one, under ``_witnesses``)
 SHOWN_WITNESSES = 10
@@ -88,6 +88,12 @@ def _inside(ref: Refutation) -> str | None:
         if whole and q.denominator != 1:
             return f"has its witness at {float(q)!r}, not a whole number of an int feature (moving feature {k})"
     return None
+
+
+def witnessed_inside(ref: Refutation) -> bool:
+    """Whether ``ref`` has a recorded runtime witness inside its exact neighbourhood (a whole number for an int
+    feature): what a PBA ``violated`` without a share rests on (kinds/pba.py picks its witness among these)."""
+    return _inside(ref) is None
 
 
 def _points_cover(points_proof, proved_rows) -> str | None:

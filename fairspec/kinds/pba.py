@@ -373,10 +373,13 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
                              f"({n} rows selected): PBA has no point to verify", backend=BACKEND, seconds=seconds,
                        details=details)
 
-    def witness():
+    def witness(only=None):
+        """The replayed witness of the refutation with the lowest objective (among the keys ``only``)."""
         best = None
         for flip, r, cs, vx, vp, R in verdict_parts:
             for i, (x, xp) in r.witness_obs.items():
+                if only is not None and (flip, int(i)) not in only:
+                    continue
                 f = float(np.nan_to_num(r.f_obs[i], nan=0.0))
                 if best is None or f < best[0]:
                     best = (f, x[0], xp[0], flip, int(sel[R[i]]), r.stage_obs[i])
@@ -403,7 +406,15 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     what = f"{proved} of {n_el} eligible points PBA-verified, {refuted} refuted, {unk} unknown"
     if prop.threshold is None:
         if refuted:
-            return Verdict(prop.name, prop.kind, "violated", value=float(share), bound=bound, witness=witness(),
+            from fairspec.certify.pba_share import witnessed_inside
+
+            # violated on a refutation whose runtime witness certify finds inside its exact neighbourhood
+            inside = {r.row for r in _refutations(verdict_parts, exact_ends, integer) if witnessed_inside(r)}
+            w = witness(only=inside) if inside else None
+            if w is None:
+                return unknown(prop, f"{what}, but no refutation has a runtime witness inside its exact "
+                                     "neighbourhood", value=float(share), bound=bound, **common)
+            return Verdict(prop.name, prop.kind, "violated", value=float(share), bound=bound, witness=w,
                            reason=f"{what}: a point is not persistently more confident than its counterfactual",
                            **common)
         if unk:
