@@ -439,8 +439,17 @@ def test_pba_tree_witness_just_inside_the_neighbourhood_is_kept(tmp_path):
 def test_pba_le_share_holds_on_an_in_neighbourhood_refutation(tmp_path):
     """Control for the `<=` guard: the one point refuted at r = 0.3 (inside the exact neighbourhood): share 0,
     `<= 0.5` holds (proved), the refutation's witness values recorded inside the box."""
+    from fractions import Fraction
+
     v = _lgb_edge(tmp_path, "0.1", "0", "1", "0.2", float(np.nextafter(0.3, 0)), "above", claim="<= 0.5")
     assert v.status == "holds" and v.how == "proved", v.reason
+    # the proof (certify/pba_share.py) records the refutation it rests on, its witness inside its exact box
+    d = v.proof.detail
+    assert v.proof.method == "exact-arithmetic" and d["refuted"] == 1 and d["refutations"] == 1, d
+    (ref,) = d["_witnesses"]
+    assert Fraction(ref["hi"][0]) == Fraction(0.1) + Fraction("0.2")        # v (the float 0.1) + delta, exactly
+    assert Fraction(ref["lo"][0]) <= Fraction(ref["witness"][0]) <= Fraction(ref["hi"][0])
+    assert v.proof.to_json()["detail"]["witnesses"][0]["witness"] == ref["witness"]
 
 
 def test_pba_le_share_guard_refuses_a_refutation_without_an_in_box_witness():
