@@ -155,3 +155,58 @@ def test_group_metric_reads_softmax_index_0_by_the_argmax(tmp_path, monkeypatch)
     (tmp_path / "s.fair").write_text(DATA_SPEC)
     (p,) = _check(tmp_path / "s.fair", "", monkeypatch)["properties"]
     assert sorted(g["positives"] for g in p["details"]["groups"]) == want, p
+
+
+FLIP_SPEC = """data d = csv("d.csv", label = y == 1)
+features F from d {
+  a : int in [0, 3]
+  g : int in [0, 1] protected
+}
+model m = onnx("m.onnx", index = 0)
+encode F for m { a : raw  g : raw }
+property lb {
+  forall x, x' : F
+  require x.* == x'.* except {g}
+  ensure label(m(x)) == label(m(x'))
+  using data
+}
+"""
+
+
+def test_data_flips_read_softmax_index_0_by_the_argmax(tmp_path, monkeypatch):
+    """Softmax of [a, 1.5 + g/2], index = 0, data = the 8 domain points: (2, 0) gives [2, 1.5] and (2, 1) the exact tie
+    [0.5, 0.5], class 0 both, so no row flips. Before, `p0 > 0.5` called the tie "not class 0": `violated`."""
+    W, b = MODELS["tie_keeps"]
+    _onnx(tmp_path / "m.onnx", W, b, True)
+    assert not _pairs_differ(np.argmax(_run(tmp_path / "m.onnx"), axis=1) == 0)
+    (tmp_path / "d.csv").write_text("a,g,y\n" + "".join(f"{int(a)},{int(g)},{int(a) % 2}\n" for a, g in GRID))
+    (tmp_path / "s.fair").write_text(FLIP_SPEC)
+    (p,) = _check(tmp_path / "s.fair", "", monkeypatch)["properties"]
+    assert p["status"] != "violated", p
+
+
+def test_two_independent_sigmoids_are_refused_by_the_solvers(tmp_path, monkeypatch):
+    """A network ending in a Sigmoid over two columns, read as probabilities with index = 1: the decision is their
+    argmax, which the solvers' z[1] > 0 (p1 > 1/2) is not. Logits [a, 1 + g/4] -> [sigmoid(a), sigmoid(1 + g/4)]: at
+    (1, 0) the two probabilities tie (class 0), at (1, 1) class 1: violated. Before, p1 > 1/2 everywhere: `holds
+    (proved)`. Now the enumeration gives the truth and the solvers say unknown (apply_readout refuses the head)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    W, b = np.array([[1.0, 0.0], [0.0, 0.25]]), np.array([0.0, 1.0])
+    nodes = [helper.make_node("Gemm", ["x", "W", "b"], ["z"]), helper.make_node("Sigmoid", ["z"], ["probabilities"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 2])],
+                              [helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, [None, 2])],
+                              [numpy_helper.from_array(W.astype(np.float32), "W"),
+                               numpy_helper.from_array(b.astype(np.float32), "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    y = _run(tmp_path / "m.onnx")
+    truth = _truth(y, 1)
+    assert truth == "violated"      # (1, 0): sigmoid(1) twice, a tie -> class 0; (1, 1): class 1
+    (tmp_path / "s.fair").write_text(SPEC.format(index=1, using="  using milp\n"))
+    (p,) = _check(tmp_path / "s.fair", "0", monkeypatch)["properties"]
+    assert p["status"] in ("unknown", truth), p
+    (p,) = _check(tmp_path / "s.fair", "", monkeypatch)["properties"]
+    assert p["status"] == truth, p
