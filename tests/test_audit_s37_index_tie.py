@@ -210,3 +210,16 @@ def test_two_independent_sigmoids_are_refused_by_the_solvers(tmp_path, monkeypat
     assert p["status"] in ("unknown", truth), p
     (p,) = _check(tmp_path / "s.fair", "", monkeypatch)["properties"]
     assert p["status"] == truth, p
+
+
+@pytest.mark.parametrize("which", sorted(MODELS))
+def test_index_0_on_partitions_is_decided_as_index_1(tmp_path, monkeypatch, which):
+    """The flipped reading (kinds/index_flip) through the MILP's partitions (each part certified, a witness replayed
+    on the model as declared): the brute-force truth. Before: unknown (two logits) or the `p0 > 0.5` verdict."""
+    W, b = MODELS[which]
+    _onnx(tmp_path / "m.onnx", W, b, True)
+    truth = _truth(_run(tmp_path / "m.onnx"), 0)
+    (tmp_path / "s.fair").write_text(SPEC.format(index=0, using="  using milp\n  partitions = 2\n"))
+    (p,) = _check(tmp_path / "s.fair", "0", monkeypatch)["properties"]
+    assert p["status"] == truth, p
+    assert "index = 1" in p["details"]["decided_as"], p
