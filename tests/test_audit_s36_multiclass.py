@@ -149,9 +149,7 @@ def test_onnx_logits_index_reads_the_first_maximal_column_at_a_tie(tmp_path, mon
     (p,) = _check(tmp_path / "s.fair", enumerate_pairs, monkeypatch)["properties"]
     if k == 3 and enumerate_pairs == "0":
         assert p["status"] == "unknown", p          # no solver encodes "column i is the largest of 3"
-    elif k == 2 and index == 0 and enumerate_pairs == "0":
-        assert p["status"] == "unknown" and "index = 1" in p["reason"], p   # pair_runtime.tie_unencoded
-    else:
+    else:   # k = 2, index = 0 on the solvers: decided as the negation of index = 1 (s37 h2, kinds/index_flip)
         assert p["status"] == truth, p
 
 
@@ -159,8 +157,8 @@ def test_onnx_logits_index_reads_the_first_maximal_column_at_a_tie(tmp_path, mon
 def test_smt_two_logits_index_0_is_not_proved_past_a_tie(tmp_path, monkeypatch, index):
     """The SMT backend encodes class `index` of two logits as z_i - z_(1-i) > 0. With index = 0 the runtime's argmax
     calls the tie (a = 1, g = 0) class 0, so the pair (1, 0) / (1, 1) flips the label: before, `holds (proved)` ("the
-    exact SMT query with the violated post-condition is unsat"), truth violated. Now `unknown` naming index = 1, which
-    asks the same question and is decided (violated)."""
+    exact SMT query with the violated post-condition is unsat"), truth violated. Then (s36) `unknown` naming index = 1;
+    now (s37 h2) decided as the negation of index = 1, which asks the same label question: violated."""
     pytest.importorskip("onnxruntime")
     pytest.importorskip("z3")
     _gemm_onnx(tmp_path / "m.onnx", np.array([[1.0, 0.0], [0.0, 0.25]]), np.array([0.0, 1.0]))
@@ -168,7 +166,7 @@ def test_smt_two_logits_index_0_is_not_proved_past_a_tie(tmp_path, monkeypatch, 
     assert "using smt" in spec
     (tmp_path / "s.fair").write_text(spec)
     (p,) = _check(tmp_path / "s.fair", "0", monkeypatch)["properties"]
-    assert p["status"] == ("unknown" if index == 0 else "violated"), p
+    assert p["status"] == "violated", p
 
 
 SK_SPEC = """features F {{

@@ -92,7 +92,7 @@ def test_an_svc_whose_label_and_probabilities_disagree_is_said_per_property(tmp_
         assert "on 2 of them the SVMClassifier node" in d.message, d.message
         assert f"e.g. a = {a}, b = {b}, sex = {'FM'[s]}" in d.message, d.message
         assert "the verdict is about output 'probabilities'" in d.message, d.message
-        assert "label(m(x)): the probability in column 1 > 0.5" in d.hint
+        assert "label(m(x)): the probability in column 1 is the largest" in d.hint
 
 
 def test_the_warning_is_in_json_and_sarif_and_can_be_acknowledged(tmp_path, capsys):

@@ -311,6 +311,12 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
     except Unsupported as e:     # a pre-condition the lowering does not read: decided on its relaxation
         relaxed = relaxed_run(prop, ctx, progress, backend, t0, run_pair, _searcher(ctx, prop)) if prop.pre else None
         return relaxed or unknown(prop, str(e), backend=backend, seconds=time.perf_counter() - t0)
+    from fairspec.kinds.index_flip import flips_to_index_one, run_flipped
+
+    if trees is None and flips_to_index_one(prop, ctx.model(prop.model)):
+        # a label of two columns read with index = 0: class 0 (y_0 >= y_1, the argmax's tie) is the negation of
+        # class 1 (y_1 > y_0), which the solvers encode exactly; the pair's labels differ alike (kinds/index_flip)
+        return run_flipped(prop, ctx, lambda p, c: _run_pair(p, c, progress, backend), backend, t0)
     from fairspec.kinds.pair_runtime import tie_unencoded
 
     tie = None if trees is not None else tie_unencoded(prop, ctx.model(prop.model))

@@ -396,7 +396,7 @@ def apply_readout(net: PLNet, readout) -> PLNet:
     * one output: ``g`` is it (the logit; before a final sigmoid, ``sigmoid(g) > 1/2``);
     * two outputs, logits or a softmax over two: ``g = z[i] - z[1-i]`` (argmax, and the
       log-odds a softmax gives);
-    * two independent sigmoids read as probabilities: ``g = z[i]`` (``p[i] > 1/2``).
+    * two independent sigmoids read as probabilities: refused (their argmax ties where both round alike).
     Anything else (argmax over more than two classes, a linear output read as a
     probability) raises :class:`UnsupportedModel`.
     """
@@ -431,7 +431,12 @@ def apply_readout(net: PLNet, readout) -> PLNet:
         return PLNet(tuple(_binary_softmax_to_sigmoid(layers, i)), 0,
                      "sigmoid" if net.final == "softmax" else "none", net.source)
     if n_out == 2 and net.final == "sigmoid" and readout.score == "prob":
-        return PLNet(net.layers, i, "sigmoid", net.source).single_output()
+        # two independent sigmoids: the decision is their argmax (column 0 at a tie, readout.argmax_decision), which
+        # neither z[i] > 0 nor z[i] - z[1-i] > 0 is where both round to one float32 probability (both saturate at 1)
+        raise UnsupportedModel("Sigmoid", where, "two independent sigmoids read as probabilities decide by their "
+                                                 "argmax (column 0 where the two floats tie, e.g. both 1.0), which is "
+                                                 "no sign of one piecewise-linear output; small domains and data are "
+                                                 "decided on the runtime (or read one column: a one-output model)")
     if n_out > 2:
         raise UnsupportedModel("Output", where, f"a binary classifier has one logit, but the decision 'column {i} "
                                                 f"is the largest of {n_out}' (argmax over {n_out} classes) has none")

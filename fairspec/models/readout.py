@@ -15,7 +15,8 @@ one column, prob            ``y``                           ``y > 1/2``
 K >= 2 columns, logit       ``y[i] - max_{j != i} y[j]``    column i is the largest (argmax); for
                                                             two columns the score is the log-odds
                                                             ``y[i] - y[1-i]`` a softmax would give
-two columns, prob           ``y[i]``                        ``y[i] > 1/2``
+two columns, prob           ``y[i]``                        column i is the largest (argmax: column 0
+                                                            at an exact tie, ``[1/2, 1/2]`` is class 0)
 ==========================  ==============================  ======================================
 
 An output with two columns and no ``index`` is ambiguous: it is an error (lint FS413), never
@@ -126,8 +127,15 @@ class Readout:
         """Is the binary decision "column ``index`` is the largest" of K >= 2 columns of logits? Then it is
         the argmax's class (:meth:`predicted_class`: the first maximal column on a tie), not ``select > 0``,
         which differs exactly at a tie (column i tied first with another is class i)."""
-        return ((self.score == "logit" or self._prob_margin) and self.index is not None and self.columns is not None
-                and self.columns >= 2 and self.task in ("binary", "multiclass"))
+        return ((self.score == "logit" or self._prob_margin or self._two_probabilities) and self.index is not None
+                and self.columns is not None and self.columns >= 2 and self.task in ("binary", "multiclass"))
+
+    @property
+    def _two_probabilities(self) -> bool:
+        """Two columns of probabilities read with ``index = i``: the decision is the argmax's class too (session 37),
+        ``p_0 >= p_1`` for ``index = 0`` ([0.5, 0.5] is class 0, as ``class(m(x))`` reads it), ``p_1 > p_0`` for
+        ``index = 1``; the score stays the probability ``y[i]`` (against 1/2), which ``p_i > 1/2`` read before."""
+        return self.score == "prob" and self.index is not None and self.columns == 2
 
     @property
     def n_classes(self) -> int | None:
@@ -172,7 +180,8 @@ class Readout:
             return f"the {self.score} > {_spec_number(self.threshold)}"
         if self.score == "logit" or self._prob_margin:
             return f"column {self.index} is the largest (score: column {self.index} minus the largest other column)"
-        return f"the probability in column {self.index} > 0.5"
+        return (f"the probability in column {self.index} is the largest (argmax; column 0 at an exact tie; "
+                f"score: the probability in column {self.index})")
 
     def select(self, y, what: str = "the model's output"):
         """The score vector (n,) of an output batch y of shape (n,) or (n, K)."""

@@ -208,7 +208,8 @@ def readout(head: str, Y: np.ndarray, index: int = 1) -> Outputs:
         # the argmax's class (the first largest column at a tie, as class(m(x))): index 0 takes the tie (s36 h5)
         return Outputs(z >= 0 if index == 0 else z > 0, z, None, True)
     p = Y[:, index]
-    return Outputs(p > 0.5, None, p)
+    # two probabilities: the argmax's class too, column 0 at an exact tie ([0.5, 0.5] is class 0; s37 h2)
+    return Outputs(Y[:, 0] >= Y[:, 1] if index == 0 else Y[:, 1] > Y[:, 0], None, p)
 
 
 # ------------------------------------------------------------------ pairs
