@@ -50,8 +50,13 @@ def _coordinate_names(enc: ir.Encoding, fs: ir.FeatureSet):
                 onehot[c.offset + k] = (c.feature, cat)
         else:
             names.append(c.feature)
+            boolean = isinstance(getattr(fs.get(c.feature), "domain", None), ir.Boolean)
             if c.kind == "code":        # the coordinate is the code's rank in the sorted table (lowering)
                 codes[c.offset] = tuple(cat for _, cat in sorted(zip((float(x) for x in c.codes), c.categories)))
+            elif boolean:               # a raw bool is 0 / 1
+                codes[c.offset] = ("false", "true")
+            if boolean and c.offset in codes:   # x.f == true (a bool, bare), never x.f >= 1 nor x.f == "true" (FS301)
+                codes[c.offset] = tuple(str(v).lower() == "true" for v in codes[c.offset])
     return names, category_decoder(names, codes, onehot)
 
 

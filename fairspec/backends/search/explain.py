@@ -121,11 +121,28 @@ def intervals(preds: Sequence[Predicate]) -> dict[int, tuple[float | None, float
     return {f: (a, b) for f, (a, b) in out.items()}
 
 
+def _group_of(space: Space) -> dict[int, tuple[int, ...]]:
+    """coordinate -> its one-hot group (exactly one of the group's coordinates is 1)."""
+    return {i: g for g in space.box.onehot_groups for i in g}
+
+
 def box_volume(preds: Sequence[Predicate], space: Space) -> float:
-    """The share of the domain box where the conjunction holds (integers counted)."""
+    """The share of the domain where the conjunction holds (integers counted; a one-hot group counted
+    by its categories: ``x.c != c2`` of three categories is 2/3 of the domain, not the 1/2 of its
+    coordinate read as an independent 0/1)."""
     box = space.box
     vol = 1.0
-    for f, (a, b) in intervals(preds).items():
+    groups = _group_of(space)
+    iv = intervals(preds)
+    for g in {groups[f] for f in iv if f in groups}:
+        # category j holds the conjunction iff every constrained coordinate i of the group meets a < x_i <= b
+        # at x_i = (1 if i == j else 0)
+        ok = sum(all((a is None or (1.0 if i == j else 0.0) > a) and (b is None or (1.0 if i == j else 0.0) <= b)
+                     for i, (a, b) in iv.items() if i in g) for j in g)
+        vol *= ok / len(g)
+    for f, (a, b) in iv.items():
+        if f in groups:
+            continue
         lo, hi = float(box.lo[f]), float(box.hi[f])
         a_ = lo if a is None else a
         b_ = hi if b is None else b
@@ -168,12 +185,24 @@ def _perturb(rng: np.random.Generator, space: Space, S0: np.ndarray, n: int, p_c
 
 def _negate(rng: np.random.Generator, space: Space, S: np.ndarray, preds: Sequence[Predicate]) -> np.ndarray:
     """Each row: one predicate (chosen at random among those that can be negated inside
-    the domain) pushed to its other side with a uniform value there."""
+    the domain) pushed to its other side with a uniform value there. A predicate on a one-hot
+    coordinate is negated by a category of its group (one coordinate 1, the rest 0): ``x.c != c2``
+    by c2, ``x.c == c2`` by another category (setting the coordinate alone made rows with two
+    categories, or none, that no individual is, and the model's k on them was averaged in)."""
     S = S.copy()
     box = space.box
+    groups = _group_of(space)
     options = []
     for p in preds:
         f = p.feature
+        if f in groups:
+            g = groups[f]
+            # the categories j whose one-hot row puts coordinate f on the other side of the predicate
+            cats = [j for j in g if not (((1.0 if j == f else 0.0) <= p.threshold) if p.op == "<="
+                                         else ((1.0 if j == f else 0.0) > p.threshold))]
+            if cats:
+                options.append(("group", g, cats))
+            continue
         lo, hi = float(box.lo[f]), float(box.hi[f])
         if p.op == "<=":   # negation: x > t
             a = math.floor(p.threshold) + 1 if box.integer[f] else np.nextafter(p.threshold, np.inf)
@@ -186,10 +215,16 @@ def _negate(rng: np.random.Generator, space: Space, S: np.ndarray, preds: Sequen
     if not options:
         return S[:0]
     which = rng.integers(0, len(options), S.shape[0])
-    for o, (f, a, b, integer) in enumerate(options):
+    for o, opt in enumerate(options):
         r = np.flatnonzero(which == o)
         if r.size == 0:
             continue
+        if opt[0] == "group":
+            _, g, cats = opt
+            S[np.ix_(r, list(g))] = 0.0
+            S[r, np.asarray(cats)[rng.integers(0, len(cats), r.size)]] = 1.0
+            continue
+        f, a, b, integer = opt
         if integer:
             S[r, f] = rng.integers(int(a), int(b) + 1, r.size)
         else:
@@ -304,6 +339,8 @@ def explain(evaluate: Callable[[np.ndarray], np.ndarray], space: Space, witnesse
 def _quote(name) -> str:
     from fairspec.syntax.literals import category
 
+    if isinstance(name, (bool, np.bool_)):      # a bool feature's value: true / false, bare (a string is FS301)
+        return "true" if name else "false"
     return category(name)
 
 
