@@ -421,6 +421,24 @@ def _kind_picture(v) -> str | None:
     return None
 
 
+def _count(n, one: str, many: str | None = None) -> str:
+    n = int(n or 0)
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def _percent(sh: dict, key: str) -> str:
+    """A share's percentage as the text report prints it (quantify.fmt_percent, from the exact fraction): a share
+    below 1 is never "100%" (``:.6g`` printed one falsified point in 10^7 beside a "100%" certified share)."""
+    from fractions import Fraction
+
+    from fairspec.backends.quantify import fmt_percent
+
+    try:
+        return fmt_percent(Fraction(str(sh[key])))
+    except (KeyError, ValueError, ZeroDivisionError, TypeError):
+        return f"{float(sh.get(f'{key}_percent', 0.0)):.6g}%"
+
+
 def _shares(sh: dict) -> str:
     """FairQuant's shares of the domain: a stacked bar and a table with the exact fractions; with an
     estimate of the undecided share's split (sampled), a second bar and a table of its own, labelled
@@ -428,11 +446,11 @@ def _shares(sh: dict) -> str:
     e = _e
     est = sh.get("estimate") if isinstance(sh.get("estimate"), dict) and sh["estimate"].get("estimated") else None
     rows = "".join(f"<tr><td>{e(word)}</td><td class=num>{e(str(sh.get(key)))}</td>"
-                   f"<td class=num>{float(sh.get(f'{key}_percent', 0.0)):.6g}%</td></tr>"
-                   for key, word, _, _ in charts.SHARE_WORDS)
+                   f"<td class=num>{e(_percent(sh, key))}</td></tr>" for key, word, _, _ in charts.SHARE_WORDS)
     what = "integer points" if sh.get("measure") == "integer points" else "volume"
-    note = (f"Domain: {e(str(sh.get('domain')))} ({e(what)}); {int(sh.get('unfair_boxes', 0)):,} boxes proved unfair, "
-            f"{int(sh.get('counterexample_points', 0)):,} counterexample points.")
+    note = (f"Domain: {e(str(sh.get('domain')))} ({e(what)}); "
+            f"{_count(sh.get('unfair_boxes'), 'box', 'boxes')} proved unfair, "
+            f"{_count(sh.get('counterexample_points'), 'counterexample point')}.")
     out = (_figure(lambda: charts.shares_fig(sh, est),
                    "Shares of the domain of individuals (FairQuant): certified fair, falsified, undecided"
                    + ("; below, the undecided share split by an estimate from sampled individuals" if est else ""))
