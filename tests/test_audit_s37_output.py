@@ -28,3 +28,31 @@ def test_html_share_percent_is_the_text_reports(tmp_path):
     v = _shares_verdict(1 - Fraction(2, 10 ** 12), Fraction(1, 10 ** 12))
     page = render(Report(str(tmp_path / "s.fair"), [], verdicts=[v]))
     assert "<td class=num>1e-10%</td>" in page  # as fmt_percent writes it: two significant digits
+
+
+def _excluded_report(tmp_path, below: float, rows: int, n: int):
+    share = rows / n
+    groups = [{"group": "g=a", "rows": n - rows, "positives": 1, "positive_rate": 1 / (n - rows), "counted": True},
+              {"group": "g=b", "rows": rows, "positives": 1, "positive_rate": 1 / rows, "counted": False,
+               "excluded": True}]
+    v = Verdict("sp", "group_metric", "unknown", value=0.1, bound=(0.0, 0.3), reason="too few groups", backend="data",
+                details={"metric": "statistical_parity", "rows": n, "groups": groups, "rates": ["positive_rate"],
+                         "groups_label": "g", "exclude_below": below,
+                         "excluded_groups": [{"group": "g=b", "rows": rows, "share": share}]})
+    return Report(str(tmp_path / "s.fair"), [], verdicts=[v])
+
+
+def test_excluded_groups_print_the_option_and_the_shares_on_their_side(tmp_path):
+    """exclude_below = 0.005 printed "under 0%" (``:.0%``), 0.025 "under 2%"; a group of 19,999 rows in 10^6
+    left out under 0.02 printed "2.00%" -- in the text report and the HTML alike."""
+    from fairspec.report import console, print_text
+    from fairspec.report.html import render
+
+    for below, rows, n, want in ((0.005, 3, 1000, "under 0.5% of the rows): g=b (3 rows, 0.30%)"),
+                                 (0.025, 24, 1000, "under 2.5% of the rows): g=b (24 rows, 2.40%)"),
+                                 (0.02, 19_999, 10 ** 6, "under 2% of the rows): g=b (19,999 rows, 1.9999%)")):
+        rep = _excluded_report(tmp_path, below, rows, n)
+        c = console(record=True, width=300)
+        print_text(rep, c)
+        assert f"excluded ({want}" in c.export_text(), c.export_text()
+        assert f"Excluded ({want}" in render(rep)

@@ -34,8 +34,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from fairspec.diagnostics.visible import visible, visible_value
-from fairspec.report import (bound_texts, cell_text, charts, group_columns, output_row, pair_texts, rounds_note,
-                             value_text, verdict_notes)
+from fairspec.report import (bound_texts, cell_text, charts, excluded_texts, group_columns, output_row, pair_texts,
+                             rounds_note, value_text, verdict_notes)
 from fairspec.syntax import literals
 from fairspec.report.target import ReportWriteError, check_path, html_roots  # noqa: F401 (the command line's names)
 
@@ -299,8 +299,8 @@ def _ll144(report) -> str:
                             f"<td class=num>{e(cell_text(g.get('positive_rate'), v.thresholds))}</td>"
                             f"<td class=num>{'excluded' if g.get('excluded') else e(cell_text(ratio, v.thresholds))}"
                             f"</td></tr>")
-            for g in v.details.get("excluded_groups") or ():
-                excluded.append(f"{title}: {g['group']} ({g['rows']:,} applicants, {g['share']:.2%})")
+            if v.details.get("excluded_groups"):
+                excluded += [f"{title}: {x}" for x in excluded_texts(v.details, "applicants")[1]]
         if not rows:
             continue
         note = ("<p class=note>Excluded from the impact ratios (under "
@@ -542,8 +542,8 @@ def _group_metric(v) -> str:
     parts.append(f"<h3>{title}</h3><table><thead><tr><th>group</th>{head}"
                  f"{'<th>counted</th>' if counted else ''}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
     if d.get("excluded_groups"):
-        listed = ", ".join(f"{g['group']} ({g['rows']} rows, {g['share']:.2%})" for g in d["excluded_groups"])
-        parts.append(f"<p class=note>Excluded (under {d.get('exclude_below', 0):.0%} of the rows): {_v(listed)}</p>")
+        below, listed = excluded_texts(d)
+        parts.append(f"<p class=note>Excluded (under {_v(below)} of the rows): {_v(', '.join(listed))}</p>")
     if d.get("rows_missing"):
         parts.append(f"<p class=note>{d['rows_missing']:,} rows with a missing value in a column the spec reads were "
                      f"dropped (in no group and no rate).</p>")
