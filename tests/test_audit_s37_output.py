@@ -56,3 +56,33 @@ def test_excluded_groups_print_the_option_and_the_shares_on_their_side(tmp_path)
         print_text(rep, c)
         assert f"excluded ({want}" in c.export_text(), c.export_text()
         assert f"Excluded ({want}" in render(rep)
+
+
+def test_a_confidence_level_prints_as_the_spec_writes_it(tmp_path):
+    """confidence = 0.995 printed "the whole 100% interval" (``:.0%``) in the reason every report quotes, and in
+    the HTML's interval words; 0.975 printed "98%"."""
+    from fairspec.pipeline import check
+    from fairspec.report.html import render
+    from fairspec.syntax.literals import percent
+
+    assert (percent(0.995), percent(0.975), percent(0.95), percent(0.9999)) == ("99.5%", "97.5%", "95%", "99.99%")
+    rows = "".join(f"{g},{a}\n" for g in (0, 1) for a in range(6) for _ in range(20))
+    (tmp_path / "d.csv").write_text("g,a\n" + rows, encoding="utf-8")
+    (tmp_path / "s.fair").write_text("""data tab = csv("d.csv")
+features P from tab {
+  g : bool protected
+  a : int in [0, 5]
+}
+model m = rule(a >= 3 and g)
+property sp {
+  statistical_parity(m, groups g) <= 0.1
+  confidence = 0.995
+  bootstrap = 50
+}
+""", encoding="utf-8")
+    rep = check(tmp_path / "s.fair")
+    v = rep.verdicts[0]
+    assert v.status == "violated" and "99.5% interval" in v.reason and "100%" not in v.reason, v.reason
+    page = render(rep)
+    assert "99.5% Clopper-Pearson" in page or "99.5% bootstrap" in page
+    assert "100% " not in page

@@ -554,7 +554,7 @@ def _rate_interval_words(d: dict) -> str:
     """What the per-group rates' intervals are (details["rate_intervals"], the data backend's): each rate's own
     exact Clopper-Pearson interval, or a bootstrap percentile interval, an approximation."""
     ri = d.get("rate_intervals") or {}
-    conf = f"{ri.get('confidence', d.get('confidence', 0.95)):.0%}"
+    conf = literals.percent(ri.get('confidence', d.get('confidence', 0.95)))
     if str(ri.get("method", "")).startswith("clopper_pearson"):
         return f"each rate's own {conf} Clopper-Pearson interval (not simultaneous)"
     return f"{conf} bootstrap intervals (approximate)"
