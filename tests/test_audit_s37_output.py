@@ -86,3 +86,30 @@ property sp {
     page = render(rep)
     assert "99.5% Clopper-Pearson" in page or "99.5% bootstrap" in page
     assert "100% " not in page
+
+
+def test_hover_shows_categories_and_column_values_as_one_code_span(tmp_path):
+    """A category (or a data value) holding a backtick closed the hover's single-backtick code span: ``"`[x](u)`"``
+    was drawn as a live Markdown link and ``"a`b, c"`` read as two categories. Each is now one span, with a fence
+    longer than its backticks, the categories quoted as the spec writes them."""
+    import re
+
+    from fairspec.lsp import analysis as A
+
+    (tmp_path / "v.csv").write_text('g,x\n"a`b, c",1\n"`[x](http://e)`",2\n', encoding="utf-8")
+    text = ('data tab = csv("v.csv", columns = [g, x])\nfeatures P from tab {\n'
+            '  g : {"a`b, c", "`[x](http://e)`"} protected\n  x : int in [0, 3]\n}\n')
+    path = tmp_path / "u.fair"
+    path.write_text(text, encoding="utf-8")
+
+    def hover(needle, offset=0):
+        idx = A.analyse(path, {str(path.resolve()): text})
+        at = text.index(needle) + offset
+        return A.hover(idx, idx.path, text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at))
+
+    h = hover("g :")
+    assert '``{"a`b, c", "`[x](http://e)`"}``' in h, h
+    col = hover("[g, x]", 1)
+    assert col is not None and "`` `[x](http://e)` ``" in col and "``a`b, c``" in col, col
+    for md in (h, col):  # no Markdown link outside a code span
+        assert not re.search(r"\]\(http", re.sub(r"(`+)(?:(?!\1).)*?\1", "", md)), md
