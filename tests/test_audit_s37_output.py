@@ -113,3 +113,17 @@ def test_hover_shows_categories_and_column_values_as_one_code_span(tmp_path):
     assert col is not None and "`` `[x](http://e)` ``" in col and "``a`b, c``" in col, col
     for md in (h, col):  # no Markdown link outside a code span
         assert not re.search(r"\]\(http", re.sub(r"(`+)(?:(?!\1).)*?\1", "", md)), md
+
+
+def test_hover_shows_a_file_path_with_a_backtick_as_one_code_span(tmp_path):
+    from fairspec.lsp import analysis as A
+
+    (tmp_path / "a`b.csv").write_text("g,x\n1,2\n", encoding="utf-8")
+    text = 'data tab = csv("a`b.csv")\n'
+    path = tmp_path / "u.fair"
+    path.write_text(text, encoding="utf-8")
+    idx = A.analyse(path, {str(path.resolve()): text})
+    for needle, offset in (("tab", 0), ('"a`b', 2)):
+        at = text.index(needle) + offset
+        h = A.hover(idx, idx.path, 1, at + 1)
+        assert h and "``" in h and "a`b.csv``" in h, h

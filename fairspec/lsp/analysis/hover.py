@@ -76,7 +76,7 @@ def hover(idx: Index, file: str, line: int, col: int, importers: list[Index] = (
         if d is None:
             return f"**data** `{sym.name}`"
         cols = f", columns {', '.join(d.columns)}" if d.columns else ""
-        return f"**data** `{sym.name}`: {d.format} file `{d.path}`{cols}"
+        return f"**data** `{sym.name}`: {d.format} file {code(d.path)}{cols}"
     if sym.kind == "features":
         names = ", ".join(f.name.id for f in sym.node.features)
         src = f" from `{sym.node.source.id}`" if sym.node.source else ""
@@ -90,7 +90,7 @@ def hover(idx: Index, file: str, line: int, col: int, importers: list[Index] = (
     if sym.kind == "param":
         return f"**parameter** `{_text_of(idx, sym.node.span)}` of policy `{sym.container}`"
     if sym.kind == "apply":
-        return f"**apply** `{_text_of(idx, sym.node.span)}`"
+        return f"**apply** {code(_text_of(idx, sym.node.span))}"
     if sym.kind == "variable":
         if sym.node.kind == "forall":
             x, x2, fs = (n.id for n in sym.node.args)
@@ -132,7 +132,7 @@ def _hover_model(idx: Index, sym: Symbol, spec) -> str:
     if m is None:
         return f"**model** `{sym.name}`"
     width = getattr(idx.result, "model_widths", {}).get(sym.name)
-    lines = [f"**model** `{sym.name}`: {m.format}" + (f" file `{m.path}`" if m.path else "")]
+    lines = [f"**model** `{sym.name}`: {m.format}" + (f" file {code(m.path)}" if m.path else "")]
     if width is not None:
         lines.append(f"- input width: {width}")
     enc = next((e for e in spec.encodings if e.model == sym.name), None)
@@ -174,7 +174,7 @@ def _options(prop, cap) -> list[str]:
         if v is None:
             v = prop.options.get(o.name)
         if v is not None:
-            out.append(f"`{o.name} = {v}`" + (" (default)" if v == o.default else ""))
+            out.append(code(f"{o.name} = {v}") + (" (default)" if v == o.default else ""))
         elif o.default is not None:
             out.append(f"`{o.name} = {o.default}` (default)")
         else:
@@ -411,7 +411,7 @@ def _file_at(idx: Index, file: str, line: int, col: int) -> str | None:
         decl = next((x for x in ((spec.models if is_model else spec.datasets) if spec else ())
                      if x.name == d.name.id), None)
         path = Path(decl.path) if decl is not None and getattr(decl, "path", None) else Path(root.file).parent / arg.value.value
-        head = f"**{'model' if is_model else 'data'} file** `{arg.value.value}`"
+        head = f"**{'model' if is_model else 'data'} file** {code(arg.value.value)}"
         try:
             size = os.stat(path).st_size
         except (OSError, ValueError):
