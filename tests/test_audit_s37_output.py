@@ -127,3 +127,36 @@ def test_hover_shows_a_file_path_with_a_backtick_as_one_code_span(tmp_path):
         at = text.index(needle) + offset
         h = A.hover(idx, idx.path, 1, at + 1)
         assert h and "``" in h and "a`b.csv``" in h, h
+
+
+def _pba_verdict():
+    import numpy as np
+
+    from fairspec.backends.pba.aggregate import aggregate
+
+    rng = np.random.default_rng(0)
+    n = 40
+    grp = rng.integers(0, 2, n)
+    agg = aggregate(["sex=F", "sex=<M>"], row_group=grp, row_label=rng.random(n) < 0.5,
+                    row_pred=rng.integers(0, 2, n), case_row=np.arange(n), case_group_x=grp, case_group_p=1 - grp,
+                    case_class=rng.integers(0, 2, n), case_eligible=np.ones(n, bool), case_same=rng.random(n) < 0.8,
+                    obs_status=rng.choice(["proved", "refuted", "unknown"], n),
+                    flip_status=rng.choice(["proved", "refuted", "unknown"], n)).to_json()
+    return Verdict("bias", "pba", "unknown", reason="some points undecided", backend="milp",
+                   details={"table": {"sex": agg, "race": agg}})
+
+
+def test_pba_with_several_flips_prints_each_table_in_text_and_html(tmp_path):
+    """A PBA property flipping several features keeps one table per flip ({flip: table}, kinds/pba): the text
+    report printed "(pba table not shown: 'rows')", and the HTML had only the charts, none of the table's numbers."""
+    from fairspec.report import console, print_text
+    from fairspec.report.html import render
+
+    rep = Report(str(tmp_path / "s.fair"), [], verdicts=[_pba_verdict()])
+    c = console(record=True, width=200)
+    print_text(rep, c)
+    text = c.export_text()
+    assert "not shown" not in text and "PBA fairness (flip sex)" in text and "PBA fairness (flip race)" in text, text
+    page = render(rep)
+    assert page.count("<table class=pba>") == 2 and "<h3>PBA fairness (flip race)</h3>" in page
+    assert "<td>sex=&lt;M&gt;</td>" in page and "<th>RB flip</th>" in page

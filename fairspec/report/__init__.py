@@ -152,7 +152,9 @@ def print_text(report, console) -> None:
             try:
                 from fairspec.backends.pba import render_table
 
-                render_table(v.details["table"], console, thresholds=v.thresholds)
+                for flip, table in pba_tables(v.details["table"]):  # one per flipped feature (kinds/pba)
+                    render_table(table, console, thresholds=v.thresholds,
+                                 **({"title": f"PBA fairness (flip {flip})"} if flip else {}))
             except Exception as e:  # noqa: BLE001 - a table is a courtesy; the verdict stands
                 say(console, f"(pba table not shown: {e})")
         if v.details and v.details.get("explanation"):  # spec text (paths, the guardrail): printed whole,
@@ -167,6 +169,15 @@ def print_text(report, console) -> None:
     if report.loads:
         parts = ", ".join(f"{x['what']} {x['name']} {x['seconds']:.2f}s{rounds_note(x)}" for x in report.loads)
         say(console, f"loaded (not counted in the properties' times): {parts}", "dim")
+
+
+def pba_tables(table) -> list[tuple[str | None, dict]]:
+    """A PBA verdict's ``details["table"]``: one aggregate, or one per flipped feature ``{flip: aggregate}``
+    (kinds/pba, several flips), as (flip, aggregate) pairs.  The text report read the second as one aggregate and
+    printed "(pba table not shown: 'rows')"."""
+    if isinstance(table, dict) and "rows" not in table:
+        return [(str(k), t) for k, t in table.items() if isinstance(t, dict)]
+    return [(None, table)]
 
 
 def excluded_texts(d: dict, unit: str = "rows") -> tuple[str, list[str]]:

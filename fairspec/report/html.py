@@ -35,7 +35,7 @@ from pathlib import Path
 
 from fairspec.diagnostics.visible import visible, visible_value
 from fairspec.report import (bound_texts, cell_text, charts, excluded_texts, group_columns, output_row, pair_texts,
-                             rounds_note, value_text, verdict_notes)
+                             pba_tables, rounds_note, value_text, verdict_notes)
 from fairspec.syntax import literals
 from fairspec.report.target import ReportWriteError, check_path, html_roots  # noqa: F401 (the command line's names)
 
@@ -572,12 +572,29 @@ def _rates_caption(v) -> str:
 
 
 def _pba(v) -> str:
-    table = v.details["table"]
-    tables = table if isinstance(table, dict) and "rows" not in table else {None: table}
-    return "".join(_safe_svg(lambda t=t, flip=flip: charts.pba_svg(
-        t, f"{v.name}: PBA-verified points" + (f" (flip {flip})" if flip else "")),
-        "Share of eligible points whose decision is verified persistent under the flip, observed (left) and "
-        "flipped (right) setting, per group (percent of the group's eligible points)") for flip, t in tables.items())
+    """Per flipped feature: the PBA backend's chart, then the numbers the text report prints (the group metrics and
+    the PBA-verified shares, each share on its side of the claim's thresholds: aggregate's own cells); the page
+    had only the chart's verified shares."""
+    from fairspec.backends.pba.aggregate import _METRICS, _SHARES, _cells
+
+    out = []
+    for flip, t in pba_tables(v.details["table"]):
+        out.append(_safe_svg(lambda t=t, flip=flip: charts.pba_svg(
+            t, f"{v.name}: PBA-verified points" + (f" (flip {flip})" if flip else "")),
+            "Share of eligible points whose decision is verified persistent under the flip, observed (left) and "
+            "flipped (right) setting, per group (percent of the group's eligible points)"))
+        cols = _METRICS + _SHARES
+        try:
+            rows = "".join(f"<tr><td>{_v(r['group'])}</td>" + "".join(f"<td class=num>{_e(c)}</td>"
+                                                                     for c in _cells(r, cols, v.thresholds))
+                           + "</tr>" for r in t["rows"])
+        except (KeyError, TypeError, ValueError) as ex:
+            out.append(f"<p class=note>(no table: {_e(type(ex).__name__)}: {_e(ex)})</p>")
+            continue
+        title = "PBA fairness" + (f" (flip {_v(flip)})" if flip else "")
+        out.append(f"<h3>{title}</h3><table class=pba><thead><tr><th>group</th>"
+                   + "".join(f"<th>{_e(c)}</th>" for c in cols) + f"</tr></thead><tbody>{rows}</tbody></table>")
+    return "".join(out)
 
 
 def _witness(w, row: str = "model output") -> str:
