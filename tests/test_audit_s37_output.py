@@ -160,3 +160,28 @@ def test_pba_with_several_flips_prints_each_table_in_text_and_html(tmp_path):
     page = render(rep)
     assert page.count("<table class=pba>") == 2 and "<h3>PBA fairness (flip race)</h3>" in page
     assert "<td>sex=&lt;M&gt;</td>" in page and "<th>RB flip</th>" in page
+
+
+def test_an_unknown_group_metric_names_its_lowest_and_highest_groups_in_every_format(tmp_path):
+    """The text report adds "(lowest A ...; highest B ...)" to an unknown group metric whose reason does not name
+    them; SARIF and the HTML left it out. The SARIF fingerprint (the text before the first ';') is unchanged."""
+    from fairspec.report import console, print_text
+    from fairspec.report.ci import _fingerprint, _verdict_message
+    from fairspec.report.html import render
+
+    groups = [{"group": "g=<a>", "rows": 50, "positives": 20, "positive_rate": 0.4, "counted": True},
+              {"group": "g=b", "rows": 50, "positives": 25, "positive_rate": 0.5, "counted": True}]
+    v = Verdict("sp", "group_metric", "unknown", value=0.1, bound=(0.0, 0.3), backend="data",
+                reason="the threshold 0.1 lies inside the 95% confidence interval [0.0000, 0.3000]",
+                details={"metric": "statistical_parity", "groups": groups, "rates": ["positive_rate"],
+                         "worst_pair": {"low": "g=<a>", "low_rate": 0.4, "high": "g=b", "high_rate": 0.5}},
+                thresholds=(0.1,))
+    rep = Report(str(tmp_path / "s.fair"), [], verdicts=[v])
+    c = console(record=True, width=300)
+    print_text(rep, c)
+    pair = "lowest g=<a> 0.4000; highest g=b 0.5000"
+    assert f"({pair})" in c.export_text(), c.export_text()
+    msg = _verdict_message(v)
+    assert msg.endswith(pair), msg
+    assert _fingerprint("unknown", None, msg) == _fingerprint("unknown", None, msg.split(";")[0])
+    assert "(lowest g=&lt;a&gt; 0.4000; highest g=b 0.5000)</p>" in render(rep)

@@ -125,10 +125,9 @@ def print_text(report, console) -> None:
         lines = []
         if v.reason:
             lines.append(v.reason)
-        wp = v.details.get("worst_pair") if v.details else None
-        if wp and v.status == "unknown" and "lowest" not in (v.reason or ""):
-            lo_text, hi_text = pair_texts(v, wp)
-            lines.append(f"(lowest {wp['low']} {lo_text}; highest {wp['high']} {hi_text})")
+        pair = worst_pair_text(v)
+        if pair:
+            lines.append(f"({pair})")
         shares = ((v.details or {}).get("coverage") or {}).get("shares")
         if shares and shares.get("summary"):
             if lines and not lines[-1].rstrip().endswith((".", "!", "?")):
@@ -169,6 +168,16 @@ def print_text(report, console) -> None:
     if report.loads:
         parts = ", ".join(f"{x['what']} {x['name']} {x['seconds']:.2f}s{rounds_note(x)}" for x in report.loads)
         say(console, f"loaded (not counted in the properties' times): {parts}", "dim")
+
+
+def worst_pair_text(v) -> str | None:
+    """An unknown group metric's lowest and highest groups (``lowest A 0.49; highest B 0.56``) when its reason does
+    not name them: the text report printed them, SARIF, GitHub and the HTML did not."""
+    wp = (v.details or {}).get("worst_pair")
+    if not wp or v.status != "unknown" or "lowest" in (v.reason or ""):
+        return None
+    lo_text, hi_text = pair_texts(v, wp)
+    return f"lowest {wp['low']} {lo_text}; highest {wp['high']} {hi_text}"
 
 
 def pba_tables(table) -> list[tuple[str | None, dict]]:

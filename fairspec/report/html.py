@@ -35,7 +35,7 @@ from pathlib import Path
 
 from fairspec.diagnostics.visible import visible, visible_value
 from fairspec.report import (bound_texts, cell_text, charts, excluded_texts, group_columns, output_row, pair_texts,
-                             pba_tables, rounds_note, value_text, verdict_notes)
+                             pba_tables, rounds_note, value_text, verdict_notes, worst_pair_text)
 from fairspec.syntax import literals
 from fairspec.report.target import ReportWriteError, check_path, html_roots  # noqa: F401 (the command line's names)
 
@@ -238,7 +238,8 @@ def _property(v, i: int, prefix: str = "", options: dict | None = None) -> str:
            f"{_claim_of(v)}"
            f"{' &middot; interval [{}, {}]'.format(*map(_v, bound_texts(v))) if v.bound else ''}</p>"]
     if v.reason:
-        out.append(f"<p class=reason>{e(v.reason)}</p>")
+        pair = worst_pair_text(v)
+        out.append(f"<p class=reason>{e(v.reason)}{' (' + e(pair) + ')' if pair else ''}</p>")
     out += [f"<p class=note>Note: {e(n)}</p>" for n in verdict_notes(v)]
     if options:  # what the backend ran with (the spec's values, else its defaults): the run can be replayed
         listed = " &middot; ".join(f"{e(k)} {e('not set' if x is None else str(x))}"
