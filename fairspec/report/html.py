@@ -612,7 +612,7 @@ def _witness(w, row: str = "model output") -> str:
         a, b = w.output_texts()
         rows += f"<tr class=output><td>{_v(row)}</td><td>{_v(a)}</td><td>{_v(b)}</td></tr>"
     return (f"<h3>Witness pair (replayed by {e(w.replayed_by or 'the model')})</h3>"
-            f"<p>{len(differ)} feature{'s' * (len(differ) != 1)} differ: {e(', '.join(differ) or 'none')}</p>"
+            f"<p>{len(differ)} feature{'s' * (len(differ) != 1)} {'differs' if len(differ) == 1 else 'differ'}: {e(', '.join(differ) or 'none')}</p>"
             f"<table class=witness><thead><tr><th>feature</th><th>x</th><th>x'</th></tr></thead>"
             f"<tbody>{rows}</tbody></table>")
 
