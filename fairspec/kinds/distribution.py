@@ -55,6 +55,7 @@ import time
 
 import numpy as np
 
+from fairspec.syntax.literals import percent as _level  # a confidence level as the spec writes it
 from fairspec import ir
 from fairspec.analyses.distribution import DistributionError
 from fairspec.backends.boolean.elimination import network_has_feature_edges, tree_ppvs_elimination
@@ -433,7 +434,7 @@ def _verdict_influence(prop, pb: Problem, fif, backend, method, t0, boot: dict |
                        **common)
     lo, hi = max(0.0, value - add), min(1.0, value + add)
     conf = 1.0 - b.delta
-    bound_text = (f"+- {_shown(add, end='high', style='f')}, twice the {conf:.0%} error bound of {quantity} "
+    bound_text = (f"+- {_shown(add, end='high', style='f')}, twice the {_level(conf)} error bound of {quantity} "
                   f"for a distribution estimated "
                   f"from {bn.n_rows} rows")
     return _estimated_verdict(

@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 
+from fairspec.syntax.literals import percent as _level  # a confidence level as the spec writes it
 from fairspec import ir
 from fairspec.analyses.distribution import BayesNet
 from fairspec.kinds.distribution_problem import Problem, table_slack
@@ -289,9 +290,9 @@ def _verdict(prop, pb: Problem, res, backend, t0, boot: dict | None = None) -> V
     return _estimated_verdict(
         prop, lo, hi, common,
         violated_reason=f"{claim} fails: the value is {_shown(value, (prop.threshold,), style='f')} "
-                        f"+- {_shown(add, end='high', style='f')} ({conf:.0%} error bound of "
+                        f"+- {_shown(add, end='high', style='f')} ({_level(conf)} error bound of "
                         f"the distribution estimated from {bn.n_rows} rows){extremes}",
-        unknown_reason=f"the threshold {_spec_number(prop.threshold)} lies inside {_interval(lo, hi, (prop.threshold,))}, the {conf:.0%} "
+        unknown_reason=f"the threshold {_spec_number(prop.threshold)} lies inside {_interval(lo, hi, (prop.threshold,))}, the {_level(conf)} "
                        f"error bound of {prop.metric} = {_shown(value, (prop.threshold,), style='f')} for a distribution estimated from "
                        f"{bn.n_rows} rows; more data (or fewer bins) would decide it")
 
@@ -350,7 +351,7 @@ def _bootstrap_verdict(prop, value: float, boot: dict, n_rows: int, claim: str, 
                               f"resamples gave a value ({why})", **common)
     lo, hi = (float(x) for x in np.quantile(vals, [(1 - conf) / 2, 1 - (1 - conf) / 2]))
     info["interval"] = [lo, hi]
-    where = (f"{conf:.0%} bootstrap interval over {len(vals)} networks re-estimated from resamples of the "
+    where = (f"{_level(conf)} bootstrap interval over {len(vals)} networks re-estimated from resamples of the "
              f"{n_rows} rows")
     if add is not None and math.isfinite(add) and (value - add < lo or value + add > hi):
         lo, hi = min(lo, max(0.0, value - add)), max(hi, min(1.0, value + add))

@@ -127,10 +127,9 @@ def print_text(report, console) -> None:
         lines = []
         if v.reason:
             lines.append(v.reason)
-        wp = v.details.get("worst_pair") if v.details else None
-        if wp and v.status == "unknown" and "lowest" not in (v.reason or ""):
-            lo_text, hi_text = pair_texts(v, wp)
-            lines.append(f"(lowest {wp['low']} {lo_text}; highest {wp['high']} {hi_text})")
+        pair = worst_pair_text(v)
+        if pair:
+            lines.append(f"({pair})")
         shares = ((v.details or {}).get("coverage") or {}).get("shares")
         if shares and shares.get("summary"):
             if lines and not lines[-1].rstrip().endswith((".", "!", "?")):
@@ -154,7 +153,9 @@ def print_text(report, console) -> None:
             try:
                 from fairspec.backends.pba import render_table
 
-                render_table(v.details["table"], console, thresholds=v.thresholds)
+                for flip, table in pba_tables(v.details["table"]):  # one per flipped feature (kinds/pba)
+                    render_table(table, console, thresholds=v.thresholds,
+                                 **({"title": f"PBA fairness (flip {flip})"} if flip else {}))
             except Exception as e:  # noqa: BLE001 - a table is a courtesy; the verdict stands
                 say(console, f"(pba table not shown: {e})")
         if v.details and v.details.get("explanation"):  # spec text (paths, the guardrail): printed whole,
@@ -169,6 +170,46 @@ def print_text(report, console) -> None:
     if report.loads:
         parts = ", ".join(f"{x['what']} {x['name']} {x['seconds']:.2f}s{rounds_note(x)}" for x in report.loads)
         say(console, f"loaded (not counted in the properties' times): {parts}", "dim")
+
+
+def worst_pair_text(v) -> str | None:
+    """An unknown group metric's lowest and highest groups (``lowest A 0.49; highest B 0.56``) when its reason does
+    not name them: the text report printed them, SARIF, GitHub and the HTML did not."""
+    wp = (v.details or {}).get("worst_pair")
+    if not wp or v.status != "unknown" or "lowest" in (v.reason or ""):
+        return None
+    lo_text, hi_text = pair_texts(v, wp)
+    return f"lowest {wp['low']} {lo_text}; highest {wp['high']} {hi_text}"
+
+
+def pba_tables(table) -> list[tuple[str | None, dict]]:
+    """A PBA verdict's ``details["table"]``: one aggregate, or one per flipped feature ``{flip: aggregate}``
+    (kinds/pba, several flips), as (flip, aggregate) pairs.  The text report read the second as one aggregate and
+    printed "(pba table not shown: 'rows')"."""
+    if isinstance(table, dict) and "rows" not in table:
+        return [(str(k), t) for k, t in table.items() if isinstance(t, dict)]
+    return [(None, table)]
+
+
+def excluded_texts(d: dict, unit: str = "rows") -> tuple[str, list[str]]:
+    """The groups ``exclude_below`` left out, as every report prints them: the option as a percentage as the spec
+    writes it (0.005: "0.5%", 0.025: "2.5%"; ``:.0%`` printed "0%" and "2%") and each group's share on its side of
+    it (a group of 19,999 rows in 10^6 under 0.02 is "1.9999%", never "2.00%")."""
+    from fractions import Fraction
+
+    try:
+        t = Fraction(repr(float(d.get("exclude_below") or 0))) * 100
+    except (TypeError, ValueError, OverflowError):
+        t = None
+    n = d.get("rows")
+
+    def share(g) -> str:
+        exact = Fraction(int(g["rows"]), int(n)) * 100 if isinstance(n, int) and n > 0 else None
+        return _literals.shown(100 * float(g["share"]), [t] if t is not None else (), digits=2, style="f",
+                               exact=exact) + "%"
+
+    below = f"{_literals.number(float(t))}%" if t is not None else str(d.get("exclude_below"))
+    return below, [f"{g['group']} ({g['rows']:,} {unit}, {share(g)})" for g in d["excluded_groups"]]
 
 
 def verdict_notes(v) -> list[str]:
@@ -363,8 +404,8 @@ def _print_groups(v, console) -> None:
                   *([value("")] if counted else []), style="dim")
     console.print(t)
     if d.get("excluded_groups"):
-        listed = ", ".join(f"{g['group']} ({g['rows']} rows, {g['share']:.2%})" for g in d["excluded_groups"])
-        say(console, f"excluded (under {v.details.get('exclude_below', 0):.0%} of the rows): {listed}")
+        below, listed = excluded_texts(d)
+        say(console, f"excluded (under {below} of the rows): {', '.join(listed)}")
     if d.get("rows_missing"):
         say(console, f"{d['rows_missing']:,} rows with a missing value in a column the spec reads were dropped "
                      f"(in no group and no rate)")

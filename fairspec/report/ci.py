@@ -18,7 +18,7 @@ from fairspec.diagnostics import Diagnostic, source_lines
 from fairspec.diagnostics.codes import CODES
 from fairspec.diagnostics.visible import visible, visible_value
 from fairspec.files import real_path
-from fairspec.report import bound_texts, value_text, verdict_notes, witness_text
+from fairspec.report import bound_texts, value_text, verdict_notes, witness_text, worst_pair_text
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "note": "note"}
@@ -123,7 +123,8 @@ def _verdict_text(v) -> str:
         if v.reason:
             parts.append(v.reason)
         return "; ".join(parts)
-    return "; ".join([f"property '{v.name}' is unknown: {v.reason}", *_value_parts(v)])
+    pair = worst_pair_text(v)  # after the value (the fingerprint reads the text before the first ';' only)
+    return "; ".join([f"property '{v.name}' is unknown: {v.reason}", *_value_parts(v), *([pair] if pair else [])])
 
 
 def _value_parts(v) -> list[str]:

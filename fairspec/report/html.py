@@ -34,8 +34,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from fairspec.diagnostics.visible import visible, visible_value
-from fairspec.report import (bound_texts, cell_text, charts, group_columns, output_row, pair_texts, rounds_note,
-                             value_text, verdict_notes)
+from fairspec.report import (bound_texts, cell_text, charts, excluded_texts, group_columns, output_row, pair_texts,
+                             pba_tables, rounds_note, value_text, verdict_notes, worst_pair_text)
 from fairspec.syntax import literals
 from fairspec.report.target import ReportWriteError, check_path, html_roots  # noqa: F401 (the command line's names)
 
@@ -238,7 +238,8 @@ def _property(v, i: int, prefix: str = "", options: dict | None = None) -> str:
            f"{_claim_of(v)}"
            f"{' &middot; interval [{}, {}]'.format(*map(_v, bound_texts(v))) if v.bound else ''}</p>"]
     if v.reason:
-        out.append(f"<p class=reason>{e(v.reason)}</p>")
+        pair = worst_pair_text(v)
+        out.append(f"<p class=reason>{e(v.reason)}{' (' + e(pair) + ')' if pair else ''}</p>")
     out += [f"<p class=note>Note: {e(n)}</p>" for n in verdict_notes(v)]
     if options:  # what the backend ran with (the spec's values, else its defaults): the run can be replayed
         listed = " &middot; ".join(f"{e(k)} {e('not set' if x is None else str(x))}"
@@ -299,8 +300,8 @@ def _ll144(report) -> str:
                             f"<td class=num>{e(cell_text(g.get('positive_rate'), v.thresholds))}</td>"
                             f"<td class=num>{'excluded' if g.get('excluded') else e(cell_text(ratio, v.thresholds))}"
                             f"</td></tr>")
-            for g in v.details.get("excluded_groups") or ():
-                excluded.append(f"{title}: {g['group']} ({g['rows']:,} applicants, {g['share']:.2%})")
+            if v.details.get("excluded_groups"):
+                excluded += [f"{title}: {x}" for x in excluded_texts(v.details, "applicants")[1]]
         if not rows:
             continue
         note = ("<p class=note>Excluded from the impact ratios (under "
@@ -421,6 +422,24 @@ def _kind_picture(v) -> str | None:
     return None
 
 
+def _count(n, one: str, many: str | None = None) -> str:
+    n = int(n or 0)
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def _percent(sh: dict, key: str) -> str:
+    """A share's percentage as the text report prints it (quantify.fmt_percent, from the exact fraction): a share
+    below 1 is never "100%" (``:.6g`` printed one falsified point in 10^7 beside a "100%" certified share)."""
+    from fractions import Fraction
+
+    from fairspec.backends.quantify import fmt_percent
+
+    try:
+        return fmt_percent(Fraction(str(sh[key])))
+    except (KeyError, ValueError, ZeroDivisionError, TypeError):
+        return f"{float(sh.get(f'{key}_percent', 0.0)):.6g}%"
+
+
 def _shares(sh: dict) -> str:
     """FairQuant's shares of the domain: a stacked bar and a table with the exact fractions; with an
     estimate of the undecided share's split (sampled), a second bar and a table of its own, labelled
@@ -428,11 +447,11 @@ def _shares(sh: dict) -> str:
     e = _e
     est = sh.get("estimate") if isinstance(sh.get("estimate"), dict) and sh["estimate"].get("estimated") else None
     rows = "".join(f"<tr><td>{e(word)}</td><td class=num>{e(str(sh.get(key)))}</td>"
-                   f"<td class=num>{float(sh.get(f'{key}_percent', 0.0)):.6g}%</td></tr>"
-                   for key, word, _, _ in charts.SHARE_WORDS)
+                   f"<td class=num>{e(_percent(sh, key))}</td></tr>" for key, word, _, _ in charts.SHARE_WORDS)
     what = "integer points" if sh.get("measure") == "integer points" else "volume"
-    note = (f"Domain: {e(str(sh.get('domain')))} ({e(what)}); {int(sh.get('unfair_boxes', 0)):,} boxes proved unfair, "
-            f"{int(sh.get('counterexample_points', 0)):,} counterexample points.")
+    note = (f"Domain: {e(str(sh.get('domain')))} ({e(what)}); "
+            f"{_count(sh.get('unfair_boxes'), 'box', 'boxes')} proved unfair, "
+            f"{_count(sh.get('counterexample_points'), 'counterexample point')}.")
     out = (_figure(lambda: charts.shares_fig(sh, est),
                    "Shares of the domain of individuals (FairQuant): certified fair, falsified, undecided"
                    + ("; below, the undecided share split by an estimate from sampled individuals" if est else ""))
@@ -524,8 +543,8 @@ def _group_metric(v) -> str:
     parts.append(f"<h3>{title}</h3><table><thead><tr><th>group</th>{head}"
                  f"{'<th>counted</th>' if counted else ''}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
     if d.get("excluded_groups"):
-        listed = ", ".join(f"{g['group']} ({g['rows']} rows, {g['share']:.2%})" for g in d["excluded_groups"])
-        parts.append(f"<p class=note>Excluded (under {d.get('exclude_below', 0):.0%} of the rows): {_v(listed)}</p>")
+        below, listed = excluded_texts(d)
+        parts.append(f"<p class=note>Excluded (under {_v(below)} of the rows): {_v(', '.join(listed))}</p>")
     if d.get("rows_missing"):
         parts.append(f"<p class=note>{d['rows_missing']:,} rows with a missing value in a column the spec reads were "
                      f"dropped (in no group and no rate).</p>")
@@ -536,7 +555,7 @@ def _rate_interval_words(d: dict) -> str:
     """What the per-group rates' intervals are (details["rate_intervals"], the data backend's): each rate's own
     exact Clopper-Pearson interval, or a bootstrap percentile interval, an approximation."""
     ri = d.get("rate_intervals") or {}
-    conf = f"{ri.get('confidence', d.get('confidence', 0.95)):.0%}"
+    conf = literals.percent(ri.get('confidence', d.get('confidence', 0.95)))
     if str(ri.get("method", "")).startswith("clopper_pearson"):
         return f"each rate's own {conf} Clopper-Pearson interval (not simultaneous)"
     return f"{conf} bootstrap intervals (approximate)"
@@ -554,12 +573,29 @@ def _rates_caption(v) -> str:
 
 
 def _pba(v) -> str:
-    table = v.details["table"]
-    tables = table if isinstance(table, dict) and "rows" not in table else {None: table}
-    return "".join(_safe_svg(lambda t=t, flip=flip: charts.pba_svg(
-        t, f"{v.name}: PBA-verified points" + (f" (flip {flip})" if flip else "")),
-        "Share of eligible points whose decision is verified persistent under the flip, observed (left) and "
-        "flipped (right) setting, per group (percent of the group's eligible points)") for flip, t in tables.items())
+    """Per flipped feature: the PBA backend's chart, then the numbers the text report prints (the group metrics and
+    the PBA-verified shares, each share on its side of the claim's thresholds: aggregate's own cells); the page
+    had only the chart's verified shares."""
+    from fairspec.backends.pba.aggregate import _METRICS, _SHARES, _cells
+
+    out = []
+    for flip, t in pba_tables(v.details["table"]):
+        out.append(_safe_svg(lambda t=t, flip=flip: charts.pba_svg(
+            t, f"{v.name}: PBA-verified points" + (f" (flip {flip})" if flip else "")),
+            "Share of eligible points whose decision is verified persistent under the flip, observed (left) and "
+            "flipped (right) setting, per group (percent of the group's eligible points)"))
+        cols = _METRICS + _SHARES
+        try:
+            rows = "".join(f"<tr><td>{_v(r['group'])}</td>" + "".join(f"<td class=num>{_e(c)}</td>"
+                                                                     for c in _cells(r, cols, v.thresholds))
+                           + "</tr>" for r in t["rows"])
+        except (KeyError, TypeError, ValueError) as ex:
+            out.append(f"<p class=note>(no table: {_e(type(ex).__name__)}: {_e(ex)})</p>")
+            continue
+        title = "PBA fairness" + (f" (flip {_v(flip)})" if flip else "")
+        out.append(f"<h3>{title}</h3><table class=pba><thead><tr><th>group</th>"
+                   + "".join(f"<th>{_e(c)}</th>" for c in cols) + f"</tr></thead><tbody>{rows}</tbody></table>")
+    return "".join(out)
 
 
 def _witness(w, row: str = "model output") -> str:
@@ -576,7 +612,7 @@ def _witness(w, row: str = "model output") -> str:
         a, b = w.output_texts()
         rows += f"<tr class=output><td>{_v(row)}</td><td>{_v(a)}</td><td>{_v(b)}</td></tr>"
     return (f"<h3>Witness pair (replayed by {e(w.replayed_by or 'the model')})</h3>"
-            f"<p>{len(differ)} feature{'s' * (len(differ) != 1)} differ: {e(', '.join(differ) or 'none')}</p>"
+            f"<p>{len(differ)} feature{'s' * (len(differ) != 1)} {'differs' if len(differ) == 1 else 'differ'}: {e(', '.join(differ) or 'none')}</p>"
             f"<table class=witness><thead><tr><th>feature</th><th>x</th><th>x'</th></tr></thead>"
             f"<tbody>{rows}</tbody></table>")
 

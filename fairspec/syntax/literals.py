@@ -164,6 +164,12 @@ def shown(x, thresholds=(), *, end: str | None = None, digits: int = 4, style: s
     return repr(x)
 
 
+def percent(x) -> str:
+    """A level (a confidence) as a percentage as the spec writes it: 0.95 "95%", 0.995 "99.5%", 0.975 "97.5%"
+    (``:.0%`` printed 0.995 as "100%" and 0.975 as "98%")."""
+    return f"{number(round(100 * float(x), 10))}%"
+
+
 def shown_pair(low, high, thresholds=(), *, digits: int = 4, style: str = "f") -> tuple[str, str]:
     """Two rates printed side by side as the lowest and highest of a difference or ratio between groups:
     each keeps its side of ``thresholds`` (:func:`shown`), with as many more digits as it takes for their

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fairspec.syntax.literals import percent as _level  # a confidence level as the spec writes it
 from fairspec import ir
 from fairspec.runtime.evaluate import evaluate
 from fairspec.syntax.literals import interval as _interval
@@ -138,7 +139,7 @@ def estimated_holds(prop, claim: str, small: list, min_group_size: int, common: 
                        f"{min_group_size} rows, but these are too small to judge: {listed}", **common)
     lo, hi = common["bound"]
     exact = (common.get("details") or {}).get("exact_value")    # rows counted: the value in rationals
-    over = (f"the whole {confidence:.0%} interval {_interval(lo, hi, (prop.threshold,), exact=exact)}"
+    over = (f"the whole {_level(confidence)} interval {_interval(lo, hi, (prop.threshold,), exact=exact)}"
             if confidence is not None else "its interval")
     from fairspec.backends.data.estimate_bounds import note
 

@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from fairspec.syntax.literals import percent as _level  # a confidence level as the spec writes it
 from fairspec import ir
 from fairspec.analyses.group_rates import BETWEEN, METRICS, metric_value, rate
 from fairspec.backends.data import batching
@@ -231,7 +232,7 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
         return Verdict(prop.name, prop.kind, "unknown", reason=why_unknown, **common)
     if status != "unknown" and (lo, hi) != (lo_b, hi_b) and _decide(prop, c, exact, value, lo, hi, n, {})[0] != status:
         return Verdict(prop.name, prop.kind, "unknown", reason=(
-            f"the threshold {_spec_number(prop.threshold)} lies inside the {opts.confidence:.0%} interval "
+            f"the threshold {_spec_number(prop.threshold)} lies inside the {_level(opts.confidence)} interval "
             f"{_interval(lo, hi, (prop.threshold,), exact=exact)} that bounds "
             f"{_METHOD_WORDS.get(details['interval'].get('method', ''), 'the metric (union bound)')}, though not inside "
             f"the bootstrap's {_interval(lo_b, hi_b, (prop.threshold,))}: a group's value on few rows (a rate near 0 or "
@@ -246,10 +247,10 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
         where = (f"; lowest {enames[a]} ({rates[a]:.3f}), highest {enames[b]} ({rates[b]:.3f})"
                  if a is not None else "")
         return Verdict(prop.name, prop.kind, "violated",
-                       reason=f"{claim} fails over the whole {opts.confidence:.0%} interval{note(details)}{where}",
+                       reason=f"{claim} fails over the whole {_level(opts.confidence)} interval{note(details)}{where}",
                        **common)
     return Verdict(prop.name, prop.kind, "unknown",
-                   reason=f"the threshold {_spec_number(prop.threshold)} lies inside the {opts.confidence:.0%} confidence "
+                   reason=f"the threshold {_spec_number(prop.threshold)} lies inside the {_level(opts.confidence)} confidence "
                           f"interval {_interval(lo, hi, (prop.threshold,), exact=exact)}; more data would decide it", **common)
 
 

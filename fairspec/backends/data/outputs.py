@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from fairspec.syntax.literals import percent as _level  # a confidence level as the spec writes it
 from fairspec import ir
 from fairspec.analyses.group_rates import BETWEEN, METRICS
 from fairspec.backends.data import batching
@@ -416,7 +417,7 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
         return Verdict(prop.name, prop.kind, "unknown", reason=why, **common)
     if status != "unknown" and interval_status(prop.op, prop.threshold, lo, hi) == "unknown":
         return Verdict(prop.name, prop.kind, "unknown", reason=(
-            f"the threshold {_spec_number(prop.threshold)} lies inside the {opts.confidence:.0%} interval "
+            f"the threshold {_spec_number(prop.threshold)} lies inside the {_level(opts.confidence)} interval "
             f"{_interval(lo, hi, (prop.threshold,))} that bounds {prop.metric} ({details['interval']['method']}), "
             f"though not inside the bootstrap's {_interval(lo_b, hi_b, (prop.threshold,))}: a group's value on few "
             f"rows is not known to the bootstrap's precision; more data would decide it"), **common)
@@ -428,10 +429,10 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
         where = _worst_groups(mdef, per, names, eligible, mode, (g, pred, w1), labels, ts) if mode == BETWEEN else \
             _farthest_from_all(mdef, per, names, eligible, details["overall"], (g, pred, w1), labels, ts)
         return Verdict(prop.name, prop.kind, "violated",
-                       reason=f"{claim} fails over the whole {opts.confidence:.0%} interval{note(details)}{where}",
+                       reason=f"{claim} fails over the whole {_level(opts.confidence)} interval{note(details)}{where}",
                        **common)
     return Verdict(prop.name, prop.kind, "unknown",
-                   reason=f"the threshold {_spec_number(prop.threshold)} lies inside the {opts.confidence:.0%} confidence "
+                   reason=f"the threshold {_spec_number(prop.threshold)} lies inside the {_level(opts.confidence)} confidence "
                           f"interval {_interval(lo, hi, (prop.threshold,))}; more data would decide it", **common)
 
 

@@ -25,12 +25,28 @@ def _text_of(idx: Index, span: Span) -> str:
     return " ".join(x.strip() for x in out)
 
 
+def code(text) -> str:
+    """``text`` as one Markdown code span whatever it holds: control characters and line breaks shown as escapes
+    (fairspec.diagnostics.visible), a fence of one backtick more than its longest run, padded where it begins or
+    ends with a backtick or a space.  A category ``"`[x](http://e)`"`` in single backticks closed the span and
+    was drawn as a live link; ``"a`b, c"`` read as two categories."""
+    from fairspec.diagnostics.visible import visible_value
+
+    t = visible_value("" if text is None else str(text))
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", t)), default=0) + 1)
+    pad = " " if not t or t[0] in "` " or t[-1] in "` " else ""
+    return f"{fence}{pad}{t}{pad}{fence}"
+
+
 def _domain(dom) -> str:
+    """A feature's domain as the spec writes it (categories quoted where the grammar needs it)."""
+    from fairspec.syntax.literals import value
+
     k = getattr(dom, "kind", "")
     if k in ("int", "real"):
         return f"{k} in [{_number(dom.lo)}, {_number(dom.hi)}]"
     if k == "cat":
-        return "{" + ", ".join(dom.categories) + "}"
+        return "{" + ", ".join(value(c) for c in dom.categories) + "}"
     return k
 
 
@@ -60,7 +76,7 @@ def hover(idx: Index, file: str, line: int, col: int, importers: list[Index] = (
         if d is None:
             return f"**data** `{sym.name}`"
         cols = f", columns {', '.join(d.columns)}" if d.columns else ""
-        return f"**data** `{sym.name}`: {d.format} file `{d.path}`{cols}"
+        return f"**data** `{sym.name}`: {d.format} file {code(d.path)}{cols}"
     if sym.kind == "features":
         names = ", ".join(f.name.id for f in sym.node.features)
         src = f" from `{sym.node.source.id}`" if sym.node.source else ""
@@ -74,7 +90,7 @@ def hover(idx: Index, file: str, line: int, col: int, importers: list[Index] = (
     if sym.kind == "param":
         return f"**parameter** `{_text_of(idx, sym.node.span)}` of policy `{sym.container}`"
     if sym.kind == "apply":
-        return f"**apply** `{_text_of(idx, sym.node.span)}`"
+        return f"**apply** {code(_text_of(idx, sym.node.span))}"
     if sym.kind == "variable":
         if sym.node.kind == "forall":
             x, x2, fs = (n.id for n in sym.node.args)
@@ -90,10 +106,10 @@ def _hover_feature(idx: Index, sym: Symbol, spec) -> str:
     f = next((x for x in (fs.features if fs else ()) if x.name == sym.name), None)
     if f is None:
         return f"**feature** `{sym.name}` of `{sym.container}`"
-    out = [f"**feature** `{sym.name}` of `{sym.container}`: `{_domain(f.domain)}`"
+    out = [f"**feature** `{sym.name}` of `{sym.container}`: {code(_domain(f.domain))}"
            + (" — **protected**" if f.protected else "")]
     if f.column != f.name:
-        out.append(f"read from column `{f.column}`")
+        out.append(f"read from column {code(f.column)}")
     if f.bins:
         out.append(f"bins {list(f.bins)}")
     for enc in (spec.encodings if spec else ()):
@@ -116,7 +132,7 @@ def _hover_model(idx: Index, sym: Symbol, spec) -> str:
     if m is None:
         return f"**model** `{sym.name}`"
     width = getattr(idx.result, "model_widths", {}).get(sym.name)
-    lines = [f"**model** `{sym.name}`: {m.format}" + (f" file `{m.path}`" if m.path else "")]
+    lines = [f"**model** `{sym.name}`: {m.format}" + (f" file {code(m.path)}" if m.path else "")]
     if width is not None:
         lines.append(f"- input width: {width}")
     enc = next((e for e in spec.encodings if e.model == sym.name), None)
@@ -158,7 +174,7 @@ def _options(prop, cap) -> list[str]:
         if v is None:
             v = prop.options.get(o.name)
         if v is not None:
-            out.append(f"`{o.name} = {v}`" + (" (default)" if v == o.default else ""))
+            out.append(code(f"{o.name} = {v}") + (" (default)" if v == o.default else ""))
         elif o.default is not None:
             out.append(f"`{o.name} = {o.default}` (default)")
         else:
@@ -274,7 +290,7 @@ def _column_at(idx: Index, file: str, line: int, col: int) -> str | None:
 def _read_as(spec, fs_name: str, f: ast.FeatureDecl) -> str:
     fs = next((x for x in (spec.feature_sets if spec else ()) if x.name == fs_name), None)
     feat = fs.get(f.name.id) if fs is not None else None
-    return f" as `{_domain(feat.domain)}`" if feat is not None else ""
+    return f" as {code(_domain(feat.domain))}" if feat is not None else ""
 
 
 def _fromless_column(idx: Index, d: ast.FeaturesDecl, f: ast.FeatureDecl) -> str | None:
@@ -290,7 +306,7 @@ def _fromless_column(idx: Index, d: ast.FeaturesDecl, f: ast.FeatureDecl) -> str
         if text is not None:
             return (f"{text}\n- read by feature `{f.name.id}` of `{fs}`{_read_as(spec, fs, f)} (no `from`: "
                     f"`{names[0]}` is the only data set declared)")
-    head = f"**column** `{col}`, read by feature `{f.name.id}` of `{fs}`"
+    head = f"**column** {code(col)}, read by feature `{f.name.id}` of `{fs}`"
     if not names:
         return f"{head}: `{fs}` has no `from` and no data set is declared"
     if len(names) == 1:
@@ -325,7 +341,7 @@ def _column_text(idx: Index, data: str, name: str) -> str | None:
     cells = [r[j].strip() if r[j] is not None else None for r in rows if len(r) > j]
     values = [c for c in cells if c is not None and c != "" and c not in markers]
     missing = len(cells) - len(values)
-    head = f"**column** `{name}` of `{data}` (column {j + 1} of {len(names)})"
+    head = f"**column** {code(name)} of `{data}` (column {j + 1} of {len(names)})"
     seen = f"in the first {len(cells)} rows" + (f" ({missing} missing)" if missing else "")
     dtype = parquet_types(d).get(name) if d.format == "parquet" else None
     typ = f"\n- type in the Parquet file: `{dtype}`" if dtype else ""
@@ -335,7 +351,7 @@ def _column_text(idx: Index, data: str, name: str) -> str | None:
         return (f"{head}\n- {'whole numbers' if whole else 'numbers'} {seen}: "
                 f"{_number(min(nums))} .. {_number(max(nums))}{typ}")
     distinct = list(dict.fromkeys(values))
-    shown = ", ".join(f"`{v}`" for v in distinct[:8]) + (", ..." if len(distinct) > 8 else "")
+    shown = ", ".join(code(v) for v in distinct[:8]) + (", ..." if len(distinct) > 8 else "")
     return (f"{head}\n- text {seen}: {len(distinct)} distinct: {shown}" if values else f"{head}\n- no value {seen}") + typ
 
 
@@ -395,7 +411,7 @@ def _file_at(idx: Index, file: str, line: int, col: int) -> str | None:
         decl = next((x for x in ((spec.models if is_model else spec.datasets) if spec else ())
                      if x.name == d.name.id), None)
         path = Path(decl.path) if decl is not None and getattr(decl, "path", None) else Path(root.file).parent / arg.value.value
-        head = f"**{'model' if is_model else 'data'} file** `{arg.value.value}`"
+        head = f"**{'model' if is_model else 'data'} file** {code(arg.value.value)}"
         try:
             size = os.stat(path).st_size
         except (OSError, ValueError):
