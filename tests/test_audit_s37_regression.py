@@ -65,3 +65,83 @@ def test_lightgbm_reg_sqrt_is_not_bounded_by_its_raw_score(tmp_path, monkeypatch
         assert not v["status"].startswith("holds"), v
     else:
         assert v["status"].startswith("holds") or v["status"].startswith("unknown"), v
+
+
+TIE_SPEC = """features F {{
+  a : int in [0, 3]
+  b : int in [0, 2]
+  g : int in [0, 1] protected
+}}
+model m = {decl}
+encode F for m {{ a : raw  b : raw  g : raw }}
+property pr {{
+  forall x, x' : F
+  require x.* == x'.* except {{g}}
+  ensure |value(m(x)) - value(m(x'))| {op} {eps}
+  {opts}
+}}
+"""
+TIE_GRID = np.array([[a, b, g] for a in range(4) for b in range(3) for g in (0, 1)], dtype=float)
+
+
+def _xgb_dyadic(tmp_path):
+    """An XGBoost reg:squarederror booster whose leaves and base_score are dyadic: its float32 predict and every
+    pair difference are exact, so `<= eps` at the largest difference holds and `< eps` fails."""
+    import json
+
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(0)
+    X = np.repeat(TIE_GRID, 10, axis=0)
+    y = 0.3 * X[:, 0] + 0.1 * X[:, 2] * X[:, 1] + rng.normal(0, .01, len(X))
+    b = xgb.train(dict(objective="reg:squarederror", nthread=1, max_depth=3), xgb.DMatrix(X, y), num_boost_round=5)
+    b.save_model(str(tmp_path / "m.json"))
+    doc = json.loads((tmp_path / "m.json").read_text())
+    vals = [0.25, -0.5, 1.75, 0.125, 3.0, -1.25, 0.375]
+    for t, tree in enumerate(doc["learner"]["gradient_booster"]["model"]["trees"]):
+        for i, left in enumerate(tree["left_children"]):
+            if left == -1:
+                tree["split_conditions"][i] = tree["base_weights"][i] = vals[(i + t) % len(vals)]
+    param = doc["learner"]["learner_model_param"]
+    param["base_score"] = "[5E-1]" if param["base_score"].startswith("[") else "5E-1"
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    return xgb.Booster(model_file=str(tmp_path / "m.json")).predict(xgb.DMatrix(TIE_GRID))
+
+
+def _mlp_dyadic(tmp_path):
+    """An MLPRegressor with dyadic weights: relu(0.5 a + 0.125 b + 0.25 g), its pair difference exactly 0.25."""
+    skops = pytest.importorskip("skops.io")
+    from sklearn.neural_network import MLPRegressor
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = MLPRegressor(hidden_layer_sizes=(2,), max_iter=2, random_state=0).fit(TIE_GRID, TIE_GRID[:, 0])
+    m.coefs_ = [np.array([[0.5, 0.0], [0.125, 0.0], [0.25, 0.0]]), np.array([[1.0], [0.0]])]
+    m.intercepts_ = [np.array([0.0, 0.0]), np.array([0.0])]
+    skops.dump(m, tmp_path / "m.skops")
+    return m.predict(TIE_GRID)
+
+
+@pytest.mark.parametrize("enumerate_pairs", ["", "0"])
+@pytest.mark.parametrize("make,decl", [(_xgb_dyadic, 'xgboost("m.json")'), (_mlp_dyadic, 'sklearn("m.skops")')])
+def test_regression_tie_at_eps_as_written(tmp_path, monkeypatch, make, decl, enumerate_pairs):
+    """A guard (sound before this session): the largest pair difference of a regression exactly eps (dyadic, so
+    written exactly) -- `<= eps` holds (proved), `< eps` is violated, maximize is exactly eps -- on the enumeration
+    and on the solver / tree-box paths (FAIRSPEC_ENUMERATE_PAIRS=0), as brute force on the library's predict."""
+    from fractions import Fraction
+
+    from fairspec import api
+
+    p = np.asarray(make(tmp_path), dtype=np.float64)
+    best = max(abs(Fraction(p[i]) - Fraction(p[i + 1])) for i in range(0, len(p), 2))
+    eps = repr(float(best))
+    assert Fraction(eps) == best and best > 0
+    if enumerate_pairs:
+        monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", enumerate_pairs)
+    for op, opts, want in [("<=", "", "holds"), ("<", "", "violated"), ("<=", "mode = maximize", "holds")]:
+        (tmp_path / "s.fair").write_text(TIE_SPEC.format(decl=decl, op=op, eps=eps, opts=opts))
+        (v,) = api.check(str(tmp_path / "s.fair")).to_dict()["properties"]
+        assert v["status"] == want, (op, opts, v)
+        if want == "holds":
+            assert v["how"] == "proved", v
+        if opts or want == "violated":
+            assert v["value"] == float(best), v
