@@ -145,3 +145,49 @@ def test_regression_tie_at_eps_as_written(tmp_path, monkeypatch, make, decl, enu
             assert v["how"] == "proved", v
         if opts or want == "violated":
             assert v["value"] == float(best), v
+
+
+SIGMOID_SPEC = """features F {
+  a : int in [0, 3]
+  g : int in [0, 1] protected
+}
+model m = onnx("m.onnx", score = value)
+encode F for m { a : raw  g : raw }
+property pr {
+  forall x, x' : F
+  require x.* == x'.* except {g}
+  ensure |value(m(x)) - value(m(x'))| <= 0.5
+}
+"""
+
+
+@pytest.mark.parametrize("enumerate_pairs", ["", "0"])
+def test_onnx_value_after_a_final_sigmoid_is_not_its_logit(tmp_path, monkeypatch, enumerate_pairs):
+    """An ONNX regression (score = value) whose graph ends in a Sigmoid: value(m(x)) is the sigmoid's output
+    (the runtime's), which moves by at most 0.231 with g here. The solvers encoded the logit under it (a move of 1):
+    their witness did not replay and the verdict was `unknown` with value 1 in the table, a value outside the
+    true range, and a reason calling it "within rounding of the threshold". Now the solvers refuse the model in one
+    sentence (not piecewise-linear; no value); enumeration on onnxruntime still proves it. Failed before (value 1)."""
+    import sys
+
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from onnx_nets import mlp_model
+
+    from fairspec import api
+
+    W = np.array([[0.001, 1.0]], np.float32)
+    onnx.save(mlp_model([(W, np.zeros(1, np.float32), False)], final="Sigmoid"), str(tmp_path / "m.onnx"))
+    G = np.array([[a, g] for a in range(4) for g in (0, 1)], np.float32)
+    out = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"]).run(None, {"x": G})[0][:, 0]
+    assert 0.2 < float(np.abs(out[0::2] - out[1::2]).max()) < 0.5
+    if enumerate_pairs:
+        monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", enumerate_pairs)
+    (tmp_path / "s.fair").write_text(SIGMOID_SPEC)
+    (v,) = api.check(str(tmp_path / "s.fair")).to_dict()["properties"]
+    if enumerate_pairs:
+        assert v["status"] == "unknown" and v.get("value") is None, v
+        assert "not piecewise-linear" in v["reason"], v["reason"]
+    else:
+        assert (v["status"], v["how"]) == ("holds", "proved"), v
