@@ -116,9 +116,11 @@ def _output_scores(model, margin: bool = False):
         linear = task == "regression"
         probs = obj == "multi:softprob"
     elif fmt == "lightgbm":
-        obj = str(model.raw.dump_model(num_iteration=0).get("objective", "")).split()[:1]
-        obj = obj[0] if obj else ""
-        if task == "regression" and obj not in _LGB_IDENTITY:
+        words = str(model.raw.dump_model(num_iteration=0).get("objective", "")).split()
+        obj = words[0] if words else ""
+        # reg_sqrt=True ("regression sqrt", "quantile sqrt", ...): its predict is sign(r) r**2 of the summed
+        # leaves r, no margin the boxes bound linearly
+        if task == "regression" and (obj not in _LGB_IDENTITY or "sqrt" in words[1:]):
             return None
         if task == "multiclass" and obj not in ("multiclass", "softmax"):
             return None

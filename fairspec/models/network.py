@@ -415,6 +415,9 @@ def apply_readout(net: PLNet, readout) -> PLNet:
             raise UnsupportedModel("Output", where, "the output has no final Sigmoid but is read as a probability "
                                                     "(class 1 iff it is > 1/2), which is not the sign of the "
                                                     "network's output; declare score = logit if it is one")
+        if readout.score == "value" and net.final == "sigmoid":
+            raise UnsupportedModel("Sigmoid", where, "the output is a final Sigmoid's, read as a value: value(m(x)) "
+                                                      "is the sigmoid of the last layer, which is not piecewise-linear")
         if readout.score == "logit" and net.final == "sigmoid":
             raise UnsupportedModel("Output", where, "the output is a final Sigmoid's probability but is read as a "
                                                     "logit (class 1 iff it is > 0, which a probability nearly "
