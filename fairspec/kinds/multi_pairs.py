@@ -68,7 +68,34 @@ def run_multi(prop: ir.IndividualFairness, ctx, progress, backend: str, kind) ->
 
         v = with_note(v, "`max_rows` has no effect here: a multiclass network's class(m(x)) is decided by "
                          "enumeration or the solvers, with no data rows flipped first")
-    return v
+    return _class_prob_rows_unread(prop, ctx, backend, model, v)
+
+
+def _class_prob_rows_unread(prop, ctx, backend: str, model, v: Verdict) -> Verdict:
+    """prob(m(x), c) with max_rows where lint could not tell the network's output width (a torch module other
+    than an nn.Sequential: sema.options.output_columns) and the loaded model's width says no data rows were
+    flipped first: the verdict's notes say max_rows was unread, as lint's FS213 does where it can tell."""
+    from fairspec.planning import setting
+    from fairspec.sema.options import no_pre_pass, output_columns
+
+    if prop.post != "class_prob" or prop.options.max_rows is None or setting(prop, "mode", backend) == "maximize":
+        return v
+    has_data = ctx.spec.feature_set(prop.features).data is not None
+    fmt = getattr(model, "format", None)
+    try:
+        told = output_columns(ctx.spec.model(prop.model))
+    except Exception:  # noqa: BLE001 - no declaration to read: lint did not know
+        told = None
+    columns = getattr(getattr(model, "readout", None), "columns", None)
+    if told is not None or columns is None or no_pre_pass(prop, has_data, fmt, None) is not None:
+        return v                                    # lint read the width, or said FS213 without it
+    why = no_pre_pass(prop, has_data, fmt, columns)
+    if why is None:
+        return v
+    from fairspec.verdict import with_note
+
+    return with_note(v, f"`max_rows` has no effect here: {why} (model '{prop.model}' has {columns} output columns, "
+                        "which lint cannot read from its file)")
 
 
 def _decide(prop, ctx, progress, backend: str, t0: float, kind) -> Verdict:

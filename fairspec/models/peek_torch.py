@@ -257,3 +257,90 @@ def torch_input_width(path: str | os.PathLike) -> int | None:
     if inputs is not None and (problem := input_problem(p, inputs)) is not None:
         raise ModelLoadError(problem, p, code="FS428")
     return width
+
+
+# layers a Sequential's output keeps the width of (one value out per value in, row by row); Softmax and
+# LogSoftmax only along the columns (dim 1 or -1; dim 0 the loader refuses: it mixes the rows)
+_SAME_WIDTH = frozenset({"ReLU", "ReLU6", "LeakyReLU", "PReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish",
+                         "Sigmoid", "Hardsigmoid", "Tanh", "Hardtanh", "Softplus", "Softsign", "Identity",
+                         "Dropout", "AlphaDropout"})
+_ROW_WISE = frozenset({"Softmax", "LogSoftmax"})
+_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_forward_hooks_with_kwargs", "_forward_pre_hooks_with_kwargs")
+
+
+def _torch_class(obj) -> str | None:
+    """The torch.nn class name of a stub (eager ``torch.nn.modules.x.Cls`` or scripted
+    ``__torch__.torch.nn.modules.x[.___torch_mangle_N].Cls``), None for any other class (a user's
+    subclass may compute anything) or a module with a forward hook (which may replace its output)."""
+    if not isinstance(obj, _Stub):
+        return None
+    module, name = obj._qual
+    module = module.split(".___torch_mangle")[0].removeprefix("__torch__.")
+    if not module.startswith("torch.nn.modules."):
+        return None
+    st = _state(obj)
+    if any(isinstance(st.get(h), dict) and len(dict.keys(st[h])) for h in _HOOKS):
+        return None
+    return name
+
+
+def _children(obj) -> list | None:
+    """A Sequential's children in their order (eager: its ``_modules``; scripted: its attributes "0", "1", ...)."""
+    st = _state(obj)
+    mods = st.get("_modules")
+    if isinstance(mods, dict):
+        return list(mods.values())
+    keys = sorted((k for k in st if isinstance(k, str) and k.isdigit()), key=int)
+    return [st[k] for k in keys] if keys else None
+
+
+def _out_width(obj, depth: int = 0) -> int | None:
+    """The column count of what ``obj`` returns for an [N, d] batch, when its classes say so: a Linear's
+    out_features, a Sequential's last width-setting child's (behind layers of _SAME_WIDTH); else None."""
+    name = _torch_class(obj)
+    if name == "Linear":
+        st = _state(obj)
+        w = st.get("out_features")
+        if isinstance(w, int) and not isinstance(w, bool) and w > 0:
+            return w
+        weight = st.get("weight")
+        if weight is None and isinstance(st.get("_parameters"), dict):
+            weight = st["_parameters"].get("weight")
+        return int(weight.shape[0]) if isinstance(weight, _FakeTensor) and len(weight.shape) == 2 else None
+    if name != "Sequential" or depth > 32:
+        return None
+    for child in reversed(_children(obj) or []):
+        kind = _torch_class(child)
+        if kind in _SAME_WIDTH:
+            continue
+        if kind in _ROW_WISE:
+            dim = _state(child).get("dim")
+            if dim in (1, -1) or (dim is None and "dim" not in _state(child)):   # scripted: dim in the code
+                continue
+            return None
+        return _out_width(child, depth + 1)
+    return None
+
+
+def torch_output_columns(path, output=None) -> int | None:
+    """The column count of a torch model's output read without torch (lint's FS213 on max_rows,
+    sema.options.output_columns): known only for an ``nn.Sequential`` (eager or scripted, no forward
+    hooks) ending in a Linear layer, possibly followed by element-wise activations, Dropout or a Softmax
+    over the columns; None for any other module (its forward may compute anything: only running it
+    tells), a legacy pickle, or a declaration choosing an ``output`` (a Sequential returns one tensor)."""
+    if output not in (None, 0):
+        return None
+    p = pathlib.Path(path)
+    try:
+        with open(p, "rb") as fh:
+            if not fh.read(4).startswith(b"PK"):
+                return None
+        with zipfile.ZipFile(p) as zf:
+            names = [n for n in zf.namelist() if n.endswith("data.pkl") and n.count("/") <= 1]
+            if not names or zf.getinfo(names[0]).file_size > _MAX_PICKLE_BYTES:
+                return None
+            with zf.open(names[0]) as fh:
+                root = _InertUnpickler(fh).load()
+        return _out_width(root)
+    except Exception:  # noqa: BLE001 - an unreadable file: the loader says what is wrong at check time
+        return None

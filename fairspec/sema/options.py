@@ -157,10 +157,17 @@ def _no_pre_pass(ck, prop) -> str | None:
 
 
 def output_columns(decl) -> int | None:
-    """An ONNX model's output column count as lint reads it (models.peek.peek_output_columns); None for any
-    other format or where the file does not say. The loaded model's verdict notes read the same."""
-    if getattr(decl, "format", None) != "onnx" or getattr(decl, "path", None) is None:
+    """A network's output column count as lint reads it: an ONNX model's (models.peek.peek_output_columns), a
+    torch nn.Sequential's (models.peek_torch.torch_output_columns: any other module's forward may compute
+    anything); None for any other format or where the file does not say. The loaded model's verdict notes
+    read the same."""
+    fmt = getattr(decl, "format", None)
+    if fmt not in ("onnx", "torch") or getattr(decl, "path", None) is None:
         return None
+    if fmt == "torch":
+        from fairspec.models.peek_torch import torch_output_columns
+
+        return torch_output_columns(decl.path, getattr(decl, "output", None))
     from fairspec.models.peek import peek_output_columns
 
     return peek_output_columns("onnx", decl.path, getattr(decl, "output", None))

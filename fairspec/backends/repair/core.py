@@ -210,7 +210,7 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
     new_dec = dec.copy()
     patches: list[dict[int, list]] = [dict() for _ in trees]
     box_cache: dict = {}   # tree -> its leaves' path hypercubes (this repair only)
-    from fairspec.models.sklearn_model import leaf_boxes
+    from fairspec.models.sklearn_files import leaf_boxes
     if kind == "forest" and changes:
         # each tree's vote on one row of every changed cell (a cell's rows share every leaf)
         reps = np.array([cells.rows(cell)[0] for cell, _ in changes])
@@ -297,7 +297,7 @@ def _intersection_box(trees, key, region, cache: dict):
     """The box of an intersection of paths (one leaf per tree) within ``region``.  ``cache`` holds
     each tree's leaf boxes for this repair only: nothing is stored on the estimator (a deep copy of
     it is what gets written)."""
-    from fairspec.models.sklearn_model import leaf_boxes
+    from fairspec.models.sklearn_files import leaf_boxes
 
     box = dict(region)
     for t, (tree, leaf) in enumerate(zip(trees, key)):

@@ -26,7 +26,7 @@ classes), started from a greedy incumbent that is kept if the time limit stops t
 
 from __future__ import annotations
 
-from fairspec.runtime.stdio import new_highs
+from fairspec.runtime.stdio import new_highs, quiet
 
 import math
 import time
@@ -82,8 +82,8 @@ def minimal_change(rates: np.ndarray, sizes: np.ndarray, c, strict: bool = False
                 gap = float(Fraction(1, int(sizes[i]) * int(sizes[j]) * cf.denominator)) if strict else 0.0
                 r = np.zeros(2 * G); r[i], r[j] = -1, c; rows.append(r); rhs.append(-gap)   # c x_j - x_i <= -gap
     r = np.zeros(2 * G); r[:G] = -np.asarray(sizes, dtype=float); rows.append(r); rhs.append(-1.0)  # sum n x >= 1
-    res = linprog(cost, A_ub=np.array(rows), b_ub=np.array(rhs), bounds=[(0, 1)] * G + [(0, None)] * G,
-                  method="highs")
+    res = quiet(linprog)(cost, A_ub=np.array(rows), b_ub=np.array(rhs), bounds=[(0, 1)] * G + [(0, None)] * G,
+                         method="highs")
     if res.status != 0:  # pragma: no cover - x = 1 everywhere is feasible (a strict c = 1: core stops first)
         raise RuntimeError(f"the passing-rate LP failed: {res.message}")
     return Lp(float(max(0.0, res.fun)), np.asarray(res.x[:G]))
@@ -262,8 +262,8 @@ def _milp_highs(opts, base, sizes, c, strict, budget, time_limit, weights=None, 
     o = {"disp": False}
     if time_limit is not None:
         o["time_limit"] = float(time_limit)
-    res = milp(np.ones(K) if weights is None else weights, constraints=LinearConstraint(A, lb, ub), integrality=np.ones(K),
-               bounds=Bounds(0, 1), options=o)
+    res = quiet(milp)(np.ones(K) if weights is None else weights, constraints=LinearConstraint(A, lb, ub),
+                      integrality=np.ones(K), bounds=Bounds(0, 1), options=o)
     if res.status == 0:
         return "optimal", res.x
     if res.status == 2:
@@ -360,7 +360,7 @@ def _classes_highs(opts, base, sizes, c, strict, budget, time_limit, margin=0):
         sol.col_value = list(start.astype(float))
         sol.value_valid = True
         h.setSolution(sol)
-    h.run()
+    quiet(h.run)()    # fd 1 quiet: HiGHS's bare printf (runtime.stdio.fd1_quiet)
     ms = h.getModelStatus()
     k, greedy = None, False
     if ms == highspy.HighsModelStatus.kOptimal:
@@ -555,8 +555,8 @@ def _counts_milp(uniq, cls, m, group, base, sizes, c, strict, budget, time_limit
     o = {"disp": False}
     if time_limit is not None:
         o["time_limit"] = float(time_limit)
-    res = milp(cost, constraints=LinearConstraint(A, np.array(lb), np.array(ub)), integrality=np.ones(2 * J),
-               bounds=Bounds(np.zeros(2 * J), np.concatenate([m.astype(float), s_j * m])), options=o)
+    res = quiet(milp)(cost, constraints=LinearConstraint(A, np.array(lb), np.array(ub)), integrality=np.ones(2 * J),
+                      bounds=Bounds(np.zeros(2 * J), np.concatenate([m.astype(float), s_j * m])), options=o)
     if res.status == 2:
         return "infeasible", None
     if res.x is None:
@@ -617,8 +617,9 @@ def _points_milp(cell_of_point, group_of_point, sign_of_point, weight, n_cells, 
     o = {"disp": False}
     if time_limit is not None:
         o["time_limit"] = float(time_limit)
-    res = milp(np.concatenate([np.zeros(P), np.ones(C)]), constraints=LinearConstraint(A, np.array(lb), np.array(ub)),
-               integrality=np.ones(P + C), bounds=Bounds(0, 1), options=o)
+    res = quiet(milp)(np.concatenate([np.zeros(P), np.ones(C)]),
+                      constraints=LinearConstraint(A, np.array(lb), np.array(ub)),
+                      integrality=np.ones(P + C), bounds=Bounds(0, 1), options=o)
     if res.status == 2:
         return "infeasible", None
     if res.x is None:

@@ -70,7 +70,7 @@ def write_model(est, path: str, model_path: str | None, roots, protect=()) -> No
     one sentence naming it (ModelLoadError), and nothing half-written is left."""
     from fairspec.files import PathError, safe_write
     from fairspec.models import ModelLoadError
-    from fairspec.models.sklearn_model import import_skops_io
+    from fairspec.models.sklearn_files import import_skops_io
 
     p = pathlib.Path(path)
     if p.is_symlink():
