@@ -193,3 +193,16 @@ def test_verdicts_on_a_code_table_agree_with_the_library_over_the_domain(tmp_pat
                 assert not truth[v.name], (name, v.name, v.reason)
         assert {v.name for v in rep.verdicts if v.status in ("holds", "violated")} >= {"lab", "kd"}, \
             [(v.name, v.status, v.reason) for v in rep.verdicts]
+
+
+def test_a_search_witness_over_ranks_is_replayed_at_its_codes():
+    """k-discrimination's search replays its witness through ``encode_like_runtime`` (feature space -> model
+    inputs): a rank of a table that is no progression was passed through as the model's input (rank 2 fed as
+    2.0, not its code 3.0: the model replayed at an input no individual has). Failed before the fix."""
+    from fairspec import ir
+    from fairspec.backends.smt.runtime import encode_like_runtime
+
+    enc = ir.Encoding("F", "m", (ir.ColumnEncoding("a", "raw", 0, 1),
+                                 ir.ColumnEncoding("g", "code", 1, 1, ("A", "B", "C"), (3.0, 0.0, 1.0))), 2)
+    X = encode_like_runtime(enc, np.array([[5.0, 2.0], [5.0, 0.0], [5.0, 1.0]]))
+    assert X.tolist() == [[5.0, 3.0], [5.0, 0.0], [5.0, 1.0]]

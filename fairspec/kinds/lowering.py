@@ -18,6 +18,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.certify.network import code_progression
+from fairspec.runtime.encoding import code_at_rank
 from fairspec.verdict import Unsupported
 
 
@@ -61,12 +62,6 @@ class PairLowering:
         return np.where(self.integer, np.round(v), v)
 
 
-def code_at_rank(codes, v) -> np.ndarray:
-    """The code of rank ``v`` in a sorted table (``codes[v]``; NaN where ``v`` is no rank)."""
-    codes = np.asarray(codes, dtype=np.float64)
-    r = np.round(np.asarray(v, dtype=np.float64))
-    ok = np.isfinite(r) & (r >= 0) & (r <= codes.size - 1)
-    return np.where(ok, codes[np.where(ok, r, 0).astype(np.int64)], np.nan)
 
 
 def lower_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding, any_codes: bool = False) -> PairLowering:
