@@ -297,7 +297,7 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
         trees = ctx.model(prop.model).tree_ensemble()
         net = trees if trees is not None else network_of(ctx, prop.model)  # a rule model: UnsupportedModel
         enc = ctx.encoding(prop.model)
-        low = lower_pair(prop, fs, enc)
+        low = lower_pair(prop, fs, enc, any_codes=trees is not None)   # a tree's splits read any code table
         if trees is not None:
             # a tree ensemble: the scaling folded into every split, pruned along its paths
             from fairspec.backends.trees.space import fold

@@ -96,7 +96,7 @@ def _setup(prop: ir.KDiscrimination, ctx):
     pair = ir.IndividualFairness(prop.name, "individual_fairness", prop.options, model=prop.model,
                                  features=prop.features, free=discrete, post="prob", eps=prop.eps)
     try:
-        low = lower_pair(pair, fs, enc)
+        low = lower_pair(pair, fs, enc, any_codes=_reads_trees(model))   # a tree's splits read any code table
     except Unsupported as e:
         return unknown(prop, str(e), backend="search")
     protected = [Protected(cols, vals, (), name) for cols, vals, name in
@@ -116,6 +116,16 @@ def _setup(prop: ir.KDiscrimination, ctx):
         U = ctx.model_input(prop.model, rows.frame.values, rows.frame.n_rows)
         data = np.stack([low.to_features(u) for u in U[:20000]])
     return _Setup(model, low, space, banded, data)
+
+
+def _reads_trees(model) -> bool:
+    """Is the model read as a tree ensemble (its splits decided on the codes the runtime feeds, any table)?"""
+    from fairspec.models.network import UnsupportedModel
+
+    try:
+        return model.tree_ensemble() is not None
+    except (UnsupportedModel, ValueError, TypeError):
+        return False
 
 
 def _worker_search_state(spec, roots, prop) -> tuple:

@@ -12,12 +12,13 @@ feature space maps back to model-input space with :meth:`PairLowering.to_input`.
 from __future__ import annotations
 
 import contextvars
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from fairspec import ir
 from fairspec.certify.network import code_progression
+from fairspec.runtime.encoding import code_at_rank
 from fairspec.verdict import Unsupported
 
 
@@ -40,18 +41,33 @@ class PairLowering:
     shift: np.ndarray
     protected_values: tuple  # per free feature: the list of its value vectors over its columns
     protected_columns: tuple[tuple[int, ...], ...]
+    #: (column, its codes sorted) per code column whose table is no progression (``lower_pair(any_codes=True)``, a
+    #: tree model's): its variable is the code's rank, its model input the code read from the table (its
+    #: scale and shift only a guess); a tree reads it through ``encoder_feeds``, never ``scale * v + shift``
+    tables: tuple = ()
 
     def to_input(self, v) -> np.ndarray:
-        return np.asarray(v, dtype=np.float64) * self.scale + self.shift
+        u = np.asarray(v, dtype=np.float64) * self.scale + self.shift
+        for col, codes in self.tables:
+            u[..., col] = code_at_rank(codes, np.asarray(v, dtype=np.float64)[..., col])
+        return u
 
     def to_features(self, u) -> np.ndarray:
         u = np.asarray(u, dtype=np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
             v = np.where(self.scale != 0, (u - self.shift) / np.where(self.scale != 0, self.scale, 1), 0.0)
+        for col, codes in self.tables:      # the rank of the nearest code (a data row's input is one exactly)
+            v[..., col] = np.argmin(np.abs(np.asarray(codes)[None, :] - np.atleast_1d(u[..., col])[:, None]),
+                                    axis=1).reshape(np.shape(u[..., col]))
         return np.where(self.integer, np.round(v), v)
 
 
-def lower_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding) -> PairLowering:
+
+
+def lower_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding, any_codes: bool = False) -> PairLowering:
+    """The pair problem in feature space. ``any_codes``: the model is a tree ensemble read through
+    ``encoder_feeds`` (each split decided on the code the runtime feeds), so a code table need not be a
+    progression: its variable is the code's rank all the same (``PairLowering.tables``)."""
     narrowed = tied_int_bounds(prop, fs) if prop.pre else {}
     hull = RELAXED_HULL.get() or {}     # a relaxed pre-condition's closed hull of bounds on tied reals
     applied: set = set()
@@ -60,7 +76,7 @@ def lower_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding)
     integer = np.zeros(n, dtype=bool)
     scale, shift = np.ones(n), np.zeros(n)
     groups, free, relaxed = [], [], []
-    pvalues, pcols = [], []
+    pvalues, pcols, tables = [], [], []
     tol = dict(prop.relaxed)
     for c in enc.columns:
         f = fs.get(c.feature)
@@ -75,8 +91,8 @@ def lower_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding)
             k = len(c.codes)
             p = code_progression(c.codes)
             if p is None:
-                raise Unsupported(f"the code table of {f.name} is not evenly spaced (sorted, first + step * i); "
-                                  f"solver backends need such codes")
+                p = _any_table(f.name, c.codes, any_codes)
+                tables.append((c.offset, tuple(sorted(float(x) for x in c.codes))))
             # v is the rank of the code in the sorted table (the code itself for codes 0..k-1 in any
             # order); the model's input is first + step * v, computed exactly (code_progression), and
             # x.f == x'.f iff their ranks are equal; code_index maps a rank back to the table's position
@@ -119,7 +135,22 @@ def lower_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding)
     if missed:                  # encoded as no single number (never for an int feature today): not ignored
         raise Unsupported(f"the pre-condition's bound on {sorted(missed)[0]} has no column of the lowering to narrow")
     return PairLowering(lo, hi, integer, tuple(groups), tuple(free), tuple(relaxed), scale, shift,
-                        tuple(pvalues), tuple(pcols))
+                        tuple(pvalues), tuple(pcols), tuple(tables))
+
+
+def _any_table(name: str, codes, any_codes: bool) -> tuple[float, float]:
+    """(scale, shift), a guess only, of a code table that is no progression, which a tree model's lowering
+    reads by rank (``any_codes``); Unsupported, saying why, where the lowering cannot."""
+    q = sorted(float(x) for x in codes)
+    if not any_codes:
+        raise Unsupported(f"the code table of {name} is not evenly spaced (sorted, first + step * i): the solver "
+                          f"backends read a network's input as first + step * rank, exactly, and need such codes "
+                          f"(a tree model's take any table of distinct finite codes)")
+    if not all(np.isfinite(q)) or len(set(q)) < len(q):
+        raise Unsupported(f"the code table of {name} gives two categories one code or has a code that is not a "
+                          f"finite number: the solver backends read one variable per code, the code's rank")
+    step = (q[-1] - q[0]) / max(len(q) - 1, 1)
+    return (step if np.isfinite(step) and step > 0 else 1.0), q[0]
 
 
 #: why the solvers refuse a further pre-condition they cannot read as a box
@@ -190,9 +221,10 @@ def pair_relaxed(prop: ir.IndividualFairness, enc: ir.Encoding, low: PairLowerin
 def code_index(c: ir.ColumnEncoding, v) -> np.ndarray:
     """The category index (position in the code table) of a code column's lowering variable ``v``
     (the rank of its code, :func:`lower_pair`); NaN where ``v`` is no code's rank."""
-    step, first = code_progression(c.codes) or (1.0, 0.0)
-    u = np.round(np.asarray(v, dtype=np.float64)) * step + first
+    p = code_progression(c.codes)
     codes = np.asarray(c.codes, dtype=np.float64)
+    # a progression's sorted codes are first + step * rank exactly (code_progression); any other table is read
+    u = np.round(np.asarray(v, dtype=np.float64)) * p[0] + p[1] if p is not None else code_at_rank(np.sort(codes), v)
     eq = np.atleast_1d(u)[:, None] == codes[None, :]          # NaN equals none
     return np.where(eq.any(axis=1), np.argmax(eq, axis=1), np.nan).reshape(np.shape(u))
 
@@ -209,12 +241,26 @@ def fold_scaling(net, lowering: PairLowering):
 
 def encoder_feeds(enc: ir.Encoding) -> dict:
     """Model input -> (feature values -> the model inputs the runtime's encoder gives them) for every
-    numeric column (raw, minmax, standard): the tree engines' folded splits are decided on these
-    (:func:`fairspec.backends.trees.space.fold`), not on ``scale * v + shift``."""
+    numeric column (raw, minmax, standard), and for every code column (the lowering's variable, the code's rank
+    -> the code the runtime's encoder feeds for its category): the tree engines' folded splits are decided on
+    these (:func:`fairspec.backends.trees.space.fold`), not on ``scale * v + shift``."""
     from fairspec.backends.boolean.split_points import fed
 
     out = {}
     for c in enc.columns:
         if c.kind in ("raw", "minmax", "standard") and c.width == 1:
             out[c.offset] = (lambda col: (lambda v: fed(col, v)))(c)
+        elif c.kind == "code" and c.width == 1:
+            out[c.offset] = (lambda col: (lambda v: _fed_code(col, v)))(c)
     return out
+
+
+def _fed_code(c: ir.ColumnEncoding, v) -> np.ndarray:
+    """The model inputs the runtime's encoder gives the categories of code ranks ``v`` (NaN for no rank)."""
+    from fairspec.runtime.encoding import encode
+
+    idx = np.atleast_1d(code_index(c, v)).astype(np.float64)
+    ok = np.isfinite(idx)
+    one = ir.Encoding(features="", model="", columns=(replace(c, offset=0, width=1),), width=1)
+    out = encode(one, {c.feature: np.where(ok, idx, 0.0)}, idx.size)[:, 0]
+    return np.where(ok, out, np.nan)

@@ -171,11 +171,58 @@ def decide_rows(model, X):
         return None
     E = max(reorder_bound(f) for f in forests)       # a folded pipeline's runtime copy: the same trees
     with one_thread(model, forests):
-        d = np.asarray(model.decide(X), dtype=np.int64)
         P, near = probabilities_near(model, forests, X, E)
+        d = decisions_of(model, forests, P)
+        if d is None:               # a decision that is no readout of predict_proba: the model's own, a second call
+            d = np.asarray(model.decide(X), dtype=np.int64)
     if P.ndim != 2 or P.shape[0] != d.shape[0]:
         return None
     return d, near, E, forests
+
+
+def decisions_of(model, forests, P):
+    """``model.decide``'s decisions read from the forest's predict_proba ``P`` (the one-thread call that
+    :func:`probabilities_near` records), or None where they are not a readout of it. A scikit-learn classifier's
+    decision is its ``predict`` (``SklearnModel.decide``: the binary positive class, or class ``index`` of a
+    multiclass model) and a single-output ForestClassifier's predict is ``classes_.take(argmax(predict_proba))``
+    in scikit-learn's own code (the first largest column at a tie), a Pipeline's its last step's on the same
+    transformed rows: so the decision is ``argmax(P) == column``. Anything else (a subclass overriding predict,
+    several outputs, another readout) keeps the model's own call."""
+    import numpy as np
+
+    if getattr(model, "format", "") != "sklearn" or not _predict_is_argmax(model, forests):
+        return None
+    ro = model.readout
+    if ro.task == "multiclass" and ro.index is not None and bool(getattr(model, "classes", None)):
+        col = int(ro.index)
+    elif getattr(model, "label_by_predict", False) and ro.task == "binary":
+        col = 0 if ro.index == 0 else 1
+    else:
+        return None
+    P = np.asarray(P)
+    if P.ndim != 2 or not 0 <= col < P.shape[1] or P.shape[1] != len(forests[0].classes_):
+        return None
+    return (np.argmax(P, axis=1) == col).astype(np.int64)
+
+
+def _predict_is_argmax(model, forests) -> bool:
+    """Is every estimator the model's runtime may call for ``predict`` a single-output scikit-learn
+    ForestClassifier whose predict / predict_proba are the library's own (or a Pipeline ending in one)?"""
+    from sklearn.ensemble._forest import ForestClassifier
+    from sklearn.pipeline import Pipeline
+
+    for f in forests:
+        if not isinstance(f, ForestClassifier) or getattr(f, "n_outputs_", None) != 1 or \
+                type(f).predict is not ForestClassifier.predict or \
+                type(f).predict_proba is not ForestClassifier.predict_proba:
+            return False
+    for est in (getattr(model, "raw", None), getattr(getattr(model, "folded", None), "runtime", None),
+                getattr(model, "pipeline", None)):
+        if est is None or any(est is f for f in forests):
+            continue
+        if type(est) is not Pipeline or not any(est.steps[-1][1] is f for f in forests):
+            return False
+    return True
 
 
 def probabilities_near(model, forests, X, E):

@@ -129,6 +129,15 @@ def needs_fit(enc: ir.Encoding) -> bool:
     return any(c.fitted and (c.lo is None and c.mean is None) for c in enc.columns)
 
 
+def code_at_rank(codes, v) -> np.ndarray:
+    """The code of rank ``v`` in a sorted code table (a pair problem's variable of a code column: the
+    lowering's ``PairLowering.tables``) (``codes[v]``; NaN where ``v`` is no rank)."""
+    codes = np.asarray(codes, dtype=np.float64)
+    r = np.round(np.asarray(v, dtype=np.float64))
+    ok = np.isfinite(r) & (r >= 0) & (r <= codes.size - 1)
+    return np.where(ok, codes[np.where(ok, r, 0).astype(np.int64)], np.nan)
+
+
 def encode(enc: ir.Encoding, values: dict[str, np.ndarray], n: int) -> np.ndarray:
     """Model-input matrix (n, width) from feature values (categories as indices)."""
     X = np.zeros((n, enc.width), dtype=np.float64)

@@ -19,13 +19,18 @@ def encode_like_runtime(enc, V) -> np.ndarray:
     """Model inputs of problem-space rows ``V`` (k, width) exactly as fairspec's runtime encodes the
     feature values: minmax ``(v - lo) / span``, standard ``(v - mean) / std`` in float64; one-hot
     columns and raw values unchanged; a code column's variable is its code's rank in the sorted table
-    (the lowering: ``first + step * rank``, the code itself for codes 0..k-1)."""
+    (the lowering: ``first + step * rank``, the code itself for codes 0..k-1; any other table -- a tree
+    model's lowering, ``PairLowering.tables`` -- read at the rank: NaN where the variable is no rank)."""
     from fairspec.certify.network import code_progression
 
     V = np.asarray(V, dtype=np.float64)
     X = V.copy()
     for c in enc.columns:
-        if c.kind == "code" and (p := code_progression(c.codes)) not in (None, (1.0, 0.0)):
+        if c.kind == "code" and (p := code_progression(c.codes)) is None:
+            from fairspec.runtime.encoding import code_at_rank
+
+            X[:, c.offset] = code_at_rank(sorted(float(x) for x in c.codes), V[:, c.offset])
+        elif c.kind == "code" and p != (1.0, 0.0):
             X[:, c.offset] = V[:, c.offset] * p[0] + p[1]
         if c.kind == "minmax" and c.scale is not None:
             X[:, c.offset] = V[:, c.offset] * c.scale + c.shift

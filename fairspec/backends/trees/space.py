@@ -35,13 +35,30 @@ def _int_cut(tree: Tree, node: int, scale: float, shift: float, lo: float, hi: f
     """The largest integer v with ``go_left(scale * v + shift)`` (lo - 1 if none, hi if all); with ``feed``
     (value -> the model input the runtime's encoder gives it), ``go_left(feed(v))``."""
     t = tree.threshold[node]
+
+    def left(v):
+        u = feed(np.array([float(v)])) if feed is not None else np.array([v * scale + shift])
+        return bool(tree.go_left(node, u)[0])
+
+    if feed is not None and np.isfinite(lo) and np.isfinite(hi):
+        # the feed is monotone in v (a numeric column's encoder; a code column's sorted codes by rank), the
+        # comparison too: bisect the integers (a code table's guess from scale and shift may be far off)
+        a, b = int(lo), int(hi)
+        if not left(a):
+            return float(a - 1)
+        if left(b):
+            return float(b)
+        while b - a > 1:                    # left(a), not left(b)
+            mid = (a + b) // 2
+            if left(mid):
+                a = mid
+            else:
+                b = mid
+        return float(a)
     guess = math.floor((t - shift) / scale) if scale != 0 else lo
     guess = min(max(guess, lo - 1), hi)
     c = guess
     # walk to the exact boundary (float rounding makes the guess off by at most one or two)
-    def left(v):
-        u = feed(np.array([float(v)])) if feed is not None else np.array([v * scale + shift])
-        return bool(tree.go_left(node, u)[0])
     while c >= lo and not left(c):
         c -= 1
     while c + 1 <= hi and left(c + 1):
