@@ -3,7 +3,10 @@ Each test here failed before its fix.
 
 * A rule whose numbers, scaled to one integer denominator, do not fit 64 bits (``P + Q - S >= 1e-22``)
   was an internal error (OverflowError, exit 4) in the distribution backend: it is now refused
-  (unknown, with the reason) before any integer array is built."""
+  (unknown, with the reason) before any integer array is built.
+* A skops file holding a scikit-learn transformer, clusterer or outlier detector (StandardScaler, KMeans,
+  IsolationForest) passed lint clean while check refused it (exit 2): lint now says check's sentence (FS401)
+  from the file's schema, without loading it."""
 
 from __future__ import annotations
 
@@ -44,3 +47,46 @@ def test_a_rule_whose_scaled_integers_overflow_is_refused_not_an_internal_error(
     assert not doc.get("internal_errors"), doc
     (v,) = doc["properties"]
     assert "internal error" not in (v.get("reason") or ""), v
+
+
+PEOPLE = """\
+data d = csv("d.csv", label = hired == "yes")
+features P from d {
+  age    : int in [18, 80]
+  sex    : {F, M}  protected
+  score  : real in [0, 1]
+}
+model s = sklearn("m.skops")
+encode P for s {
+  sex : onehot
+  age, score : raw
+}
+property q { statistical_parity(s, groups sex) <= 0.3 }
+"""
+
+
+@pytest.mark.parametrize("est, said", [
+    ("preprocessing.StandardScaler()", "neither predict_proba nor decision_function"),
+    ("cluster.KMeans(2, n_init=1)", "neither predict_proba nor decision_function"),
+    ("ensemble.IsolationForest(n_estimators=2)", "an outlier detector"),
+])
+def test_lint_refuses_a_skops_transformer_clusterer_or_outlier_detector_as_check_does(tmp_path, est, said):
+    import importlib
+
+    import numpy as np
+    sio = pytest.importorskip("skops.io")
+    from fairspec.pipeline import check, lint
+
+    mod, call = est.split(".", 1)
+    obj = eval(call, {**vars(importlib.import_module(f"sklearn.{mod}"))})  # noqa: S307 - a fixed test table
+    X = np.array([[20 + i % 50, i % 2, 1 - i % 2, (i % 10) / 10] for i in range(40)])
+    sio.dump(obj.fit(X), tmp_path / "m.skops")
+    (tmp_path / "fairspec.toml").write_text("")
+    (tmp_path / "d.csv").write_text("age,sex,score,hired\n" + "".join(
+        f"{20 + i % 50},{'FM'[i % 2]},{(i % 10) / 10},{'yes' if i % 3 else 'no'}\n" for i in range(40)))
+    spec = tmp_path / "s.fair"
+    spec.write_text(PEOPLE)
+    errs = [d for d in lint(spec).diagnostics if d.is_error]
+    assert [d.code for d in errs] == ["FS401"] and said in errs[0].message and "m.skops" in errs[0].message, errs
+    rep = check(spec)
+    assert rep.exit_code == 2 and said in " ".join([rep.error or ""] + [d.message for d in rep.diagnostics])
