@@ -6,7 +6,10 @@ Each test here failed before its fix.
   (unknown, with the reason) before any integer array is built.
 * A skops file holding a scikit-learn transformer, clusterer or outlier detector (StandardScaler, KMeans,
   IsolationForest) passed lint clean while check refused it (exit 2): lint now says check's sentence (FS401)
-  from the file's schema, without loading it."""
+  from the file's schema, without loading it.
+* `fairspec fmt` of a spec whose block header ends in a comment, its `{` on the next line, put the `{` on the
+  comment's line (swallowed by it) and exited 4 (an internal error of the concrete parser): the `{` keeps a
+  line of its own."""
 
 from __future__ import annotations
 
@@ -90,3 +93,17 @@ def test_lint_refuses_a_skops_transformer_clusterer_or_outlier_detector_as_check
     assert [d.code for d in errs] == ["FS401"] and said in errs[0].message and "m.skops" in errs[0].message, errs
     rep = check(spec)
     assert rep.exit_code == 2 and said in " ".join([rep.error or ""] + [d.message for d in rep.diagnostics])
+
+
+@pytest.mark.parametrize("decl", ["features F from d  # note\n{\n  a : bool\n}\n",
+                                  "features F  # fairspec: ignore[FS427]\n\n{\n  a : bool\n}\n",
+                                  "features F\n# own line\n{ a : bool }\n",
+                                  "property p  # c\r\n{\r\n  statistical_parity(m, groups a) <= 0.1\r\n}\r\n"])
+def test_fmt_keeps_a_block_brace_after_a_comment_off_the_comment(decl):
+    from fairspec.syntax.format import format_text
+    from fairspec.syntax.parser import parse_text
+
+    once = format_text(decl, "c.fair")
+    assert parse_text(once, "c.fair") == parse_text(decl, "c.fair")
+    assert format_text(once, "c.fair") == once
+    assert [ln.strip() for ln in once.splitlines() if "#" in ln] == [ln.strip() for ln in decl.splitlines() if "#" in ln]
