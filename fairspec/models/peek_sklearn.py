@@ -109,6 +109,30 @@ def _skops_width(zf: zipfile.ZipFile, node) -> int | None:
 _NO_MODEL = {("builtins", "dict"), ("builtins", "list"), ("builtins", "tuple"), ("numpy", "ndarray")}
 
 
+#: scikit-learn's modules whose estimators have neither predict_proba nor decision_function (transformers,
+#: clusterers: check's loader refuses them; sklearn.feature_selection is not here, RFE delegates both)
+_NO_SCORE_MODULES = ("sklearn.preprocessing.", "sklearn.cluster.", "sklearn.decomposition.", "sklearn.impute.",
+                     "sklearn.manifold.", "sklearn.random_projection.", "sklearn.kernel_approximation.",
+                     "sklearn.feature_extraction.")
+#: scikit-learn's outlier detectors (predict +1 / -1, no classes_): check's loader refuses them (refuse_no_one_class)
+_OUTLIER_DETECTORS = {"IsolationForest", "OneClassSVM", "SGDOneClassSVM", "LocalOutlierFactor", "EllipticEnvelope"}
+
+
+def _no_classifier(p, schema: dict) -> str | None:
+    """What lint says of a skops file whose top object is a scikit-learn transformer, clusterer or outlier
+    detector (no model check reads): the sentence check's loader says, so lint and check agree it is an error."""
+    mod, cls = str(schema.get("__module__") or ""), str(schema.get("__class__") or "")
+    if not mod.startswith("sklearn."):
+        return None
+    if cls in _OUTLIER_DETECTORS:
+        return (f"{p} holds a {cls}, an outlier detector, not a classifier: its predict is +1 (inlier) where its "
+                f"decision_function is >= 0 and -1 below, which fairspec does not read as a class; fit a classifier, "
+                f"or record its predictions in the data and check them as logged decisions")
+    if mod.startswith(_NO_SCORE_MODULES):
+        return f"{p} holds a {cls}, which has neither predict_proba nor decision_function"
+    return None
+
+
 def skops_input_width(path: str | os.PathLike) -> int | None:
     p = pathlib.Path(path)
     require_file(p)
@@ -128,6 +152,8 @@ def skops_input_width(path: str | os.PathLike) -> int | None:
                 # a container or an array, no estimator: check's loader refuses it in these words
                 raise ModelLoadError(f"{p} holds a {schema['__class__']}, which has neither predict_proba nor "
                                      "decision_function", p)
+            if isinstance(schema, dict) and (said := _no_classifier(p, schema)) is not None:
+                raise ModelLoadError(said, p)
             return _skops_width(zf, schema)
     except zipfile.BadZipFile as exc:
         raise ModelLoadError(f"{p} is not a skops file (a skops file is a zip archive and this is not one)", p) from exc

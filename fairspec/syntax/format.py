@@ -262,7 +262,10 @@ def _layout(text: str, stream: list[_Tok]) -> str:
                 lines[-1] += t.text.rstrip()
             prev = t
             continue
-        if prev is None or t.item_start or t.block_close or prev.block_open or (own_line and not t.block_open):
+        # a block's { after a comment that ends the header's line goes on a line of its own (on the comment's
+        # line the comment would swallow it): `features F from d  # note` then `{` on the next line
+        if prev is None or t.item_start or t.block_close or prev.block_open or (own_line and not t.block_open) \
+                or prev.comment:
             if t.item_start:
                 item_indent = 2 * t.depth
                 brackets.clear()
@@ -270,6 +273,8 @@ def _layout(text: str, stream: list[_Tok]) -> str:
             elif t.block_close:
                 brackets.clear()
                 newline(2 * t.depth, False)
+            elif t.block_open:
+                newline(item_indent, False)
             else:
                 closing = t.text in _CLOSE and t.tok.type != "STRING" and brackets
                 newline(indents[brackets[-1][0]] if closing else continuation(), False)

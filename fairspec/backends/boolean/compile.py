@@ -297,6 +297,12 @@ def rule_form(rule: ir.Expr, fs: ir.FeatureSet) -> Form:
             W, T = _linear_constraint(fs, rule)
         except _NotLinear as x:
             raise Unsupported(f"the rule cannot be put in Boolean form: it uses {x}") from None
+        # the linear rule adds int64 weights: numbers that, over one common denominator, need more bits
+        # (P + Q >= 1e-22, a threshold of 1e23) are refused, never an OverflowError in the backend
+        big = max([abs(T), *(abs(x) for w in W.values() for x in w)])
+        if big * (len(W) + 1) >= 2 ** 62:
+            raise Unsupported("the rule's numbers, written as integers over one common denominator, do not fit "
+                              "64 bits (a tiny or huge constant): round them to fewer digits")
         reads = tuple(f for f, w in W.items() if len(set(w)) > 1)
 
         def build(variables, ctx, rows, codes):
