@@ -114,8 +114,9 @@ def _dt(rng, depth=None):
     return DecisionTreeClassifier(max_depth=depth or int(rng.integers(1, 4)), random_state=int(rng.integers(0, 1000)))
 
 
-def _model(rng, shape: str, X: np.ndarray, y: np.ndarray, encs, info: dict):
-    """(model object, its declaration, K classes)."""
+def _model(rng, shape: str, X: np.ndarray, y: np.ndarray, encs, info: dict, side=None):
+    """(model object, its declaration, K classes); ``side``: a stream of its own for the tie edits (the other draws
+    stay as they were)."""
     import sklearn.ensemble as E
 
     K = int(y.max()) + 1
@@ -135,6 +136,15 @@ def _model(rng, shape: str, X: np.ndarray, y: np.ndarray, encs, info: dict):
                 for n in range(len(nodes)):
                     if not nodes["is_leaf"][n] and not nodes["is_categorical"][n] and rng.random() < 0.5:
                         nodes["num_threshold"][n] = _tie_value(rng, X[:, nodes["feature_idx"][n]])
+        if side.random() < 0.5:
+            # ties on purpose: every leaf a multiple of 1/4 and the baseline 0, so classes' raw scores tie exactly at
+            # some points (predict's first largest column; softmax columns equal)
+            est._baseline_prediction[...] = 0.0
+            for preds in est._predictors:
+                for pr in preds:
+                    leaf = pr.nodes["is_leaf"].astype(bool)
+                    pr.nodes["value"][leaf] = np.round(pr.nodes["value"][leaf] * 4) / 4
+            info["dyadic_leaves"] = True
         info["categorical"] = int(cat.sum())
         return est, 'sklearn("m.skops")', K
     if shape == "gb-init":
@@ -147,6 +157,10 @@ def _model(rng, shape: str, X: np.ndarray, y: np.ndarray, encs, info: dict):
                                            init=init, random_state=seed)
         _quiet(est.fit, X, y)
         _move(rng, _sk_trees(est), X)
+        if side.random() < 0.5:       # leaves on a grid of quarters (ties of the trees' sums at different points)
+            for t in _sk_trees(est):
+                t.value[...] = np.round(t.value * 4) / 4
+            info["dyadic_leaves"] = True
         return est, 'sklearn("m.skops")', K
     if shape == "pre-tree":
         from sklearn.decomposition import PCA
@@ -452,7 +466,7 @@ def generate(seed: int, n_props: int = 5) -> Instance:
         readings = [_onnx_reading(data, X32, False), _onnx_reading(data, X32, True)]
         info["runtime"], K = "onnx", 2
     else:
-        obj, decl, K = _model(rng, shape, X[rows], ytr, encs, info)
+        obj, decl, K = _model(rng, shape, X[rows], ytr, encs, info, np.random.default_rng([62, seed]))
         readings = [_sk_reading(obj, X, False), _sk_reading(obj, X, True)]
         if shape == "forest-threads":
             readings += _forest_orders(obj, X)
