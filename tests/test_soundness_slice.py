@@ -33,6 +33,7 @@ import pytest
 
 from differential import campaign
 from differential.api import CELLS as API_SHAPES
+from differential.model_readings import CELLS as READING_SHAPES
 from differential.pipelines import CELLS as PIPELINE_SHAPES
 
 # family -> instance seeds of the slice (each instance has 4-8 properties). The *-solver families
@@ -141,6 +142,10 @@ SLICE = {
     # session 33: a real feature a float32 network is steep or gentle in, bounded to a window a few float32 steps
     # wide with non-dyadic constants (differential/real_window.py): the runtime reads float32(rr)
     "real-window": (0, 3),
+    # session 37: one instance of each shape sessions 34-36's auditors found wrong readings in (12: XGBoost with
+    # base_score; 5: a linear-tree LightGBM, FS401; 13: a 3-class HistGradientBoosting with categorical splits, its
+    # class posts unknown on 8 points before)
+    "model-readings": (0, 1, 2, 3, 4, 5, 6, 12, 13),
 }
 
 
@@ -178,6 +183,7 @@ CELL_OF = {
     "kdisc-boxes": lambda m: "trees",
     "network-split-solver": lambda m: m.get("kind"),
     "real-window": lambda m: m.get("backend"),
+    "model-readings": lambda m: m.get("shape"),
 }
 
 PAIR_CELLS = [f"{b}-{d}" for b in ("default", "milp", "milp-scip", "smt") for d in ("decide", "maximize")]
@@ -212,6 +218,7 @@ CELLS = {
     "kdisc-boxes": ["trees"],
     "network-split-solver": ["one_live"],
     "real-window": ["default", "milp", "smt"],
+    "model-readings": list(READING_SHAPES),
 }
 
 # (family, cell) -> (owner, what is still wrong there).  Remove an entry when its test XPASSes.

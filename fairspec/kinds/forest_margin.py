@@ -22,6 +22,7 @@ forest's own. Any other post or placement is left to the AmbiguousRuntime refusa
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from fairspec.certify.rounding import robust_rows  # noqa: F401 - the per-row rule (certify), read here too
@@ -72,17 +73,37 @@ def decide(prop, ctx, run):
             tight = float_down(eps - 2 * E)
             v = run(replace(prop, eps=tight))
             if v.status == "holds" and v.how == "proved":
+                v = _every_order(v, E)
                 return with_note(v, f"{said}, so this was proved with {prop.eps_op} {tight!r} (eps - 2 x that, and a "
                                     f"rounding) in the trees' order: it holds in every order")
         loose = float_up(eps + 2 * E)
         v = run(replace(prop, eps=loose))
         if v.status == "violated":
+            v = _every_order(v, E)
             return with_note(v, f"{said}, so its pair breaks {prop.eps_op} {loose!r} (eps + 2 x that, and a rounding) "
                                 f"in the trees' order: it breaks eps in every order")
     inner = f"; in the trees' order it is unknown too: {v.reason}" if v.status == "unknown" else ""
     return unknown(prop, f"{model.path.name}: {problem} (its outputs in two orders differ by up to "
                          f"{float(float_up(2 * E)):.3g}, and the property is decided by no margin larger than that"
                          f"{inner})")
+
+
+def _every_order(v, E):
+    """A maximize verdict decided in the trees' order, about every order: each output within E of the trees' order's
+    (E holds the difference's rounding too), so every order's largest difference is at most the trees' order's upper
+    end + 2E (the upper end rounded up); the lower end, reached in the trees' order, stays. Found by the soundness
+    family model-readings (session 37): the upper end was the trees' order's maximum, one float below another order's."""
+    from fairspec.certify.rounding import float_up, fraction
+
+    if v.bound is None or (v.details or {}).get("mode") != "maximize":
+        return v
+    lo, hi = v.bound
+    if hi is None or not math.isfinite(hi):
+        return v
+    up = float(float_up(fraction(hi) + 2 * E))
+    said = (f"at least {lo!r}, reached in the trees' own order; another order of the trees' sums may reach up to "
+            f"{up!r} (the trees' order's upper end + 2 x {float(float_up(E)):.3g})")
+    return replace(v, bound=(lo, up), details={**v.details, "maximum": said})
 
 
 def _labels(prop, model, forests, problem, run):

@@ -85,10 +85,13 @@ def _small_domain(prop: ir.IndividualFairness, ctx, backend: str, t0: float) -> 
         # value), has no tree ensemble the tree backends read, but its own predict / predict_proba score
         # every point: enumerate them (beyond a small domain: unknown, with the refusal's reason); so does a
         # scikit-learn tree model rounding by batch (a GradientBoosting with an init model, a HistGradientBoosting
-        # of 8 classes or more: models.batching.rounds_by_batch), read as its runtime with the assumed spread
+        # of 8 classes or more: models.batching.rounds_by_batch), read as its runtime with the assumed spread; and
+        # so is a multiclass / regression post (no pair backend decides those without the trees: a
+        # HistGradientBoosting with categorical splits was `unknown` on 8 points, session 37 h5)
         from fairspec.models.batching import rounds_by_batch
 
-        if not getattr(model, "unfolded", False) and not _booster_final(model) and not rounds_by_batch(model):
+        if not getattr(model, "unfolded", False) and not _booster_final(model) and not rounds_by_batch(model) and \
+                prop.post not in ir.MULTI_POSTS:
             return None
     from fairspec.kinds.enum_unread import with_not_enumerated
 
@@ -256,6 +259,10 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
         done = run_multi(prop, ctx, progress, backend, sys.modules[__name__])
         if done is not None:
             return done
+    if prop.post in ir.MULTI_POSTS and (small := _small_domain(prop, ctx, backend, t0)) is not None:
+        # a model neither read as trees nor as a network (a HistGradientBoosting with categorical splits): its own
+        # runtime on a small domain (session 37 h5: `unknown` on 8 points before)
+        return unread_by_enumeration(prop, small, ctx, backend, getattr(ctx.model(prop.model), "format", None))
     if (later := not_yet_decided(prop, backend)) is not None:
         return later
     from fairspec.backends.data.flips import replayer_name, run_flips

@@ -50,7 +50,7 @@ def families() -> dict:
 
     out = {"network": networks.generate, networks.SKLEARN_FAMILY: networks.generate_sklearn}
     for mod in ("trees", "distributions", "pba", "data_metrics", "data_batched", "kdisc", "multiclass", "regression",
-                "tree_multiclass", "tree_regression", "shipped", "api", "pipelines", "repair", "vacuous", "kdisc_boxes"):
+                "tree_multiclass", "tree_regression", "shipped", "api", "pipelines", "repair", "vacuous", "kdisc_boxes", "model_readings"):
         try:
             m = __import__(f"{__package__}.{mod}", fromlist=["generate"])
         except ImportError:
