@@ -117,3 +117,22 @@ def test_lsp_disk_text_rewritten_with_same_size_and_mtime_is_read_again(tmp_path
     assert disk.disk_text(str(p)) == "# one\n"
     _rewrite_in_place(p, "# two\n")
     assert disk.disk_text(str(p)) == "# two\n"
+
+
+def test_a_file_loaded_by_two_workers_is_listed_once():
+    """`--workers 2` / `--cluster`: each worker loads the model and data its properties need, and the report listed
+    each load (the model twice, the data twice) where a serial run lists each file once. Failed before the fix."""
+    from types import SimpleNamespace
+
+    from fairspec.pipeline import Report, _merge_out
+    from fairspec.verdict import Verdict
+
+    model = {"what": "model", "name": "clf", "file": "/m.skops", "seconds": 1.0, "input_order": "names"}
+    table = {"what": "data", "name": "test", "file": "/d.csv", "seconds": 0.1}
+    report = Report(spec=None, diagnostics=[])
+    for name, seconds in (("p", 1.0), ("q", 2.0)):  # the same files, loaded in two worker processes
+        prop = SimpleNamespace(name=name)
+        out = {"verdict": Verdict(name=name, kind="metric", status="unknown", reason="a test"),
+               "loads": [{**model, "seconds": seconds}, {**table, "seconds": seconds / 10}]}
+        _merge_out(report, prop, out)
+    assert [(x["what"], x["name"], x["seconds"]) for x in report.loads] == [("model", "clf", 1.0), ("data", "test", 0.1)]
