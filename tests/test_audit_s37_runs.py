@@ -136,3 +136,42 @@ def test_a_file_loaded_by_two_workers_is_listed_once():
                "loads": [{**model, "seconds": seconds}, {**table, "seconds": seconds / 10}]}
         _merge_out(report, prop, out)
     assert [(x["what"], x["name"], x["seconds"]) for x in report.loads] == [("model", "clf", 1.0), ("data", "test", 0.1)]
+
+
+_SECOND_SIGNAL_WHILE_WRITING = r"""
+import os, signal, sys, time
+from pathlib import Path
+from fairspec import interrupt
+from fairspec.files import Roots, safe_write
+
+target = Path(sys.argv[1])
+
+def write(tmp):
+    tmp.write_text("<html>half")             # the report is being written to its temporary file...
+    os.kill(os.getpid(), signal.SIGINT)      # ...when the user presses Ctrl-C twice
+    os.kill(os.getpid(), signal.SIGINT)
+    deadline = time.monotonic() + 120        # the watcher thread ends the process (os._exit) meanwhile
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+    sys.exit(99)
+
+with interrupt.installed(defer=True):
+    safe_write(target, write, Roots.for_spec(target))
+"""
+
+
+def test_second_signal_while_writing_a_report_leaves_no_temporary_file(tmp_path):
+    """A second Ctrl-C / SIGTERM ends the process at once (os._exit), also while `--html` is being written: the
+    target kept its old content (written atomically), but the temporary file beside it stayed in the user's
+    folder (`.r.html.XXXX.tmp`). Failed before the fix."""
+    import subprocess
+    import sys
+
+    target = tmp_path / "r.html"
+    target.write_text("<html>old report</html>")
+    r = subprocess.run([sys.executable, "-c", _SECOND_SIGNAL_WHILE_WRITING, str(target)], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 130, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr
+    assert target.read_text() == "<html>old report</html>"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html"]
