@@ -637,9 +637,15 @@ def _job_state(spec, roots, specs=None) -> JobState:
 def _absolute(spec):
     from dataclasses import replace
 
-    return replace(spec, file=os.path.abspath(spec.file),
-                   models=tuple(replace(m, path=os.path.abspath(m.path)) if m.path else m for m in spec.models),
-                   datasets=tuple(replace(d, path=os.path.abspath(d.path)) for d in spec.datasets))
+    return replace(spec, file=_abspath(spec.file),
+                   models=tuple(replace(m, path=_abspath(m.path)) if m.path else m for m in spec.models),
+                   datasets=tuple(replace(d, path=_abspath(d.path)) for d in spec.datasets))
+
+
+def _abspath(p: str) -> str:
+    """``p`` made absolute without normalising it (os.path.abspath drops `x/..`): a worker's report names a file
+    as a serial run does (`loads`), and `link/..` still means what the file system makes of it."""
+    return p if os.path.isabs(p) else os.path.join(os.getcwd(), p)
 
 
 def _interrupted(when: str) -> str:

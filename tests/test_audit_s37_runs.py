@@ -175,3 +175,20 @@ def test_second_signal_while_writing_a_report_leaves_no_temporary_file(tmp_path)
     assert "Traceback" not in r.stderr
     assert target.read_text() == "<html>old report</html>"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html"]
+
+
+def test_worker_state_names_files_as_the_serial_run_does(tmp_path):
+    """The workers' copy of the spec made its paths absolute with os.path.abspath, which also drops `x/..`: a
+    model declared as "../adult/models/dt.skops" was listed under `loads` as ".../worked/../adult/models/dt.skops"
+    by a serial run and ".../adult/models/dt.skops" by `--workers 2` / `--cluster` (and `link/..` is not always
+    the folder above). Failed before the fix."""
+    from fairspec import ir
+    from fairspec.pipeline import _absolute
+
+    model = str(tmp_path / "worked" / ".." / "m.skops")
+    table = str(tmp_path / "worked" / ".." / "d.csv")
+    spec = ir.Spec(file=str(tmp_path / "worked" / "s.fair"), models=(ir.Model("m", "sklearn", model),),
+                   datasets=(ir.Data("d", "csv", table),), feature_sets=(), encodings=(), groups=(), distributions=(),
+                   properties=())
+    out = _absolute(spec)
+    assert (out.models[0].path, out.datasets[0].path) == (model, table)
