@@ -1,8 +1,8 @@
 """Results read from model and data files, cached while the file is unchanged.
 
 The editor server (`fairspec lsp`) lints on every keystroke, so it turns the cache on: a model
-header or data sample is read again only when its file's size or modification time changes (or
-the file appears or disappears).
+header or data sample is read again only when its file changes (its size, modification or
+status-change time, inode: see :func:`_stamp`) or appears or disappears.
 
 Apart from that, :func:`one_run` scopes a cache to one lint run (fairspec.sema.check.check_file):
 a function decorated with :func:`per_run` (the ONNX signature, the XGBoost document, which lint's
@@ -15,6 +15,7 @@ import contextlib
 import contextvars
 import functools
 import os
+import time
 
 ENABLED = False
 _CACHE: dict = {}
@@ -40,12 +41,23 @@ def forget(paths) -> None:
             _CACHE.pop(key, None)
 
 
+#: nanoseconds: a file whose status changed more recently than this is read again (not cached)
+RECENT_NS = 2_000_000_000
+
+
 def _stamp(path) -> tuple | None:
+    """The file's state: its real path, modification and status-change times, size and inode, or None
+    (read it, keep nothing) when it cannot be looked at or changed in the last RECENT_NS. A rewrite in
+    place that keeps the size and modification time (`cp -p`, `touch -d`) still moves the status-change
+    time, which no user can set; two rewrites within one tick of the file system's clock (a few ms, or
+    seconds on a coarse one) would share it, so a file that changed that recently is not cached."""
     try:
         st = os.stat(path)
     except (OSError, TypeError, ValueError):
         return None
-    return (os.path.realpath(path), st.st_mtime_ns, st.st_size, st.st_ino)
+    if abs(time.time_ns() - st.st_ctime_ns) < RECENT_NS:
+        return None
+    return (os.path.realpath(path), st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
 
 
 def by_file(path_of):

@@ -270,10 +270,31 @@ def safe_write(path, data: bytes | Callable[[Path], None], roots: Roots, *,
     real = check_target(path, roots, protect=protect, what=what, suffixes=suffixes)
     kind = file_kind(real)
     folder = real.parent
+    from fairspec import interrupt
+
+    interrupt.on_hard_exit(_drop_unfinished)  # a second Ctrl-C / SIGTERM ends the process at once (os._exit)
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{real.name}.", suffix=".tmp")
     except OSError as e:
         raise PathError(os_error(folder, e, "written")) from None
+    _UNFINISHED.add(tmp)
+    try:
+        return _finish_write(real, kind, fd, tmp, data, path)
+    finally:
+        _UNFINISHED.discard(tmp)
+
+
+#: the temporary files being written now: removed when a second signal ends the process at once (the target
+#: keeps its old content; nothing half-written is left beside it in the user's folder)
+_UNFINISHED: set = set()
+
+
+def _drop_unfinished() -> None:
+    for tmp in list(_UNFINISHED):
+        _unlink(tmp)
+
+
+def _finish_write(real: Path, kind, fd: int, tmp: str, data, path) -> Path:
     try:
         if callable(data):
             os.close(fd)
@@ -284,6 +305,7 @@ def safe_write(path, data: bytes | Callable[[Path], None], roots: Roots, *,
                 fh.flush()
                 os.fsync(fh.fileno())
         if kind == "file" and _links(real) > 1:   # the same file under other names: keep it, write into it
+            _UNFINISHED.discard(tmp)              # (from here on it holds the whole new content: kept on an exit)
             try:
                 _copy_into(tmp, real)
             except OSError as e:                  # not atomic: the whole new content stays in tmp, said so

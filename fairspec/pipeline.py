@@ -488,11 +488,19 @@ def claim_thresholds(prop) -> tuple:
     return tuple(t for t in found if isinstance(t, (int, float)) and not isinstance(t, bool))
 
 
+def _load_key(x: dict) -> str:
+    return repr(sorted((k, repr(v)) for k, v in x.items() if k != "seconds"))
+
+
 def _merge_out(report: Report, prop, out: dict, spec=None, substitute=None) -> bool:
     """Add one property's outcome to the report; True when a bad input file stops the run (located at
     the declaration of the file the error names -- ``substitute``: (a --models file, the declaration
     it replaces) -- else at the property)."""
-    report.loads.extend(out.get("loads", ()))
+    # each worker process loads the files its properties need: a file is listed once (its first load), as a
+    # serial run lists it, so the report does not depend on how many processes ran the check
+    for x in out.get("loads", ()):
+        if all(_load_key(x) != _load_key(y) for y in report.loads):
+            report.loads.append(x)
     report.warnings.extend(w for w in out.get("warnings", ()) if w not in report.warnings)
     report.suppressed_warnings.extend(w for w in out.get("suppressed", ()) if w not in report.suppressed_warnings)
     report.diagnostics.extend(d for d in dict.fromkeys(out.get("located", ())) if d not in report.diagnostics)
@@ -629,9 +637,15 @@ def _job_state(spec, roots, specs=None) -> JobState:
 def _absolute(spec):
     from dataclasses import replace
 
-    return replace(spec, file=os.path.abspath(spec.file),
-                   models=tuple(replace(m, path=os.path.abspath(m.path)) if m.path else m for m in spec.models),
-                   datasets=tuple(replace(d, path=os.path.abspath(d.path)) for d in spec.datasets))
+    return replace(spec, file=_abspath(spec.file),
+                   models=tuple(replace(m, path=_abspath(m.path)) if m.path else m for m in spec.models),
+                   datasets=tuple(replace(d, path=_abspath(d.path)) for d in spec.datasets))
+
+
+def _abspath(p: str) -> str:
+    """``p`` made absolute without normalising it (os.path.abspath drops `x/..`): a worker's report names a file
+    as a serial run does (`loads`), and `link/..` still means what the file system makes of it."""
+    return p if os.path.isabs(p) else os.path.join(os.getcwd(), p)
 
 
 def _interrupted(when: str) -> str:

@@ -9,6 +9,7 @@ import functools
 import os
 import re
 import stat
+import time
 from pathlib import Path
 
 from fairspec.files import real_path
@@ -40,11 +41,18 @@ def disk_text(file: str) -> str | None:
         return None
     if not stat.S_ISREG(st.st_mode):
         return None
-    return _read_text(file, st.st_mtime_ns, st.st_size) if st.st_size <= MAX_SPEC_BYTES + 3 else None
+    if st.st_size > MAX_SPEC_BYTES + 3:
+        return None
+    from fairspec.filecache import RECENT_NS
+
+    if abs(time.time_ns() - st.st_ctime_ns) < RECENT_NS:  # changed within a tick of the clock: read (see filecache)
+        return _read_text.__wrapped__(file)
+    # keyed by the file's whole state: a rewrite keeping the size and modification time (`cp -p`) moves its ctime
+    return _read_text(file, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
 
 
 @functools.lru_cache(maxsize=8)
-def _read_text(file: str, mtime_ns: int, size: int) -> str | None:  # (keyed by the file's state)
+def _read_text(file: str, *state) -> str | None:  # (keyed by the file's state)
     from fairspec.diagnostics import file_text
 
     try:

@@ -159,7 +159,9 @@ class DaskExecutor:
         limits = [budget(it) for it in items] if budget is not None else []
         budgeted = any(x is not None for x in limits)
         if init is not None:
-            key, payload = ("init", init), None
+            # built anew per map, as the local pool does: the factory reads files (a spec's model and data),
+            # which may have changed since an equal init last ran on these long-lived workers
+            key, payload = ("init", uuid.uuid4().hex), None
         elif budgeted:
             # each budgeted job carries the state itself (a spec, not a network): a worker restarted for
             # a hung job then takes no data with it that the other jobs wait for (the cluster keeps a
