@@ -103,3 +103,40 @@ def test_one_half_exactly_with_a_clear_argmax_is_proved(tmp_path, monkeypatch):
     assert (y[:, 0] == 0.5).any() and (np.argmax(y, axis=1) == 1).all()     # truth: holds
     p = _check(tmp_path, monkeypatch, index=0)
     assert (p["status"], p["how"]) == ("holds", "proved"), p
+
+
+# z = [a / 4, a / 2 + g / 8 - 1/2] (r2's sp/pr.fair): p1 moves by sigmoid's slope times 1/8, at most 0.0313, with g.
+PROB_W, PROB_B = [[0.25, 0.0, 0.0], [0.5, 0.0, 0.125]], [0.0, -0.5]
+
+
+@pytest.mark.parametrize("eps, truth", [("0.05", "holds"), ("0.02", "violated")])
+def test_a_prob_post_of_two_sigmoids_is_decided_by_the_solvers(tmp_path, monkeypatch, eps, truth):
+    """prob(m(x)) of two sigmoids read with index = 1 is sigmoid(z_1), column 1 alone: no argmax is read, so the
+    solvers decide it (before: unknown, 'two independent sigmoids ... decide by their argmax', for every post)."""
+    _save(tmp_path / "m.pt", PROB_W, PROB_B)
+    m = torch.jit.load(str(tmp_path / "m.pt"))
+    a = np.linspace(0.0, 3.0, 3001, dtype=np.float32)
+    with torch.no_grad():
+        y = [m(torch.tensor(np.stack([a, np.zeros_like(a), np.full_like(a, g)], 1))).numpy()[:, 1] for g in (0, 1)]
+    worst = float(np.max(np.abs(y[0] - y[1])))
+    assert 0.02 < worst < 0.05                                  # the truth of both eps
+    p = _check(tmp_path, monkeypatch, index=1, post=f"|prob(m(x)) - prob(m(x'))| <= {eps}", using="  using milp\n",
+               a="real in [0, 3]")
+    assert p["status"] == truth, p
+    if truth == "holds":
+        assert p["how"] == "proved", p
+
+
+def test_an_argmax_read_of_two_sigmoids_is_still_refused_by_the_solvers(tmp_path, monkeypatch):
+    """A label post, and a prob post whose pre-condition reads the label: both read the argmax, which the solvers'
+    single output does not encode: unknown, naming the argmax."""
+    _save(tmp_path / "m.pt", PROB_W, PROB_B)
+    p = _check(tmp_path, monkeypatch, index=1, using="  using milp\n", a="real in [0, 3]")
+    assert p["status"] == "unknown" and "argmax" in p["reason"], p
+    (tmp_path / "s.fair").write_text(SPEC.format(index=1, a="real in [0, 3]", using="  using milp\n",
+                                                 post="|prob(m(x)) - prob(m(x'))| <= 0.05").replace(
+        "require x.* == x'.* except {g}", "require x.* == x'.* except {g}\n  require label(m(x))"))
+    from fairspec import api
+
+    (p,) = api.check(str(tmp_path / "s.fair")).to_dict()["properties"]
+    assert p["status"] == "unknown" and "argmax" in p["reason"], p
