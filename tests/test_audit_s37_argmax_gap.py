@@ -140,3 +140,18 @@ def test_an_argmax_read_of_two_sigmoids_is_still_refused_by_the_solvers(tmp_path
 
     (p,) = api.check(str(tmp_path / "s.fair")).to_dict()["properties"]
     assert p["status"] == "unknown" and "argmax" in p["reason"], p
+
+
+def test_certify_counts_decisions_only_when_they_are_decisions():
+    """count_individuals(decisions=True) records ``compared = decisions`` (which certify.partitions accepts for a
+    readout thresholded at 0, such as two logits' margin) only for 0/1 values of a label compared at 1/2."""
+    from fairspec.certify.enumerate import count_individuals
+
+    ok = count_individuals([np.array([0.0, 1.0]), np.array([0.0, 1.0])], [(0, 1), (1, 0)], "label",
+                           decision_threshold=0.5, claim="c", decisions=True)
+    assert ok.fair.all()
+    for bad in (dict(scores=[np.array([0.0, 0.3]), np.array([0.0, 1.0])], thr=0.5),
+                dict(scores=[np.array([0.0, 1.0]), np.array([0.0, 1.0])], thr=0.0)):
+        with pytest.raises(ValueError):
+            count_individuals(bad["scores"], [(0, 1)], "label", decision_threshold=bad["thr"], claim="c",
+                              decisions=True)
