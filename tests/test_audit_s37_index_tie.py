@@ -102,12 +102,11 @@ def test_two_columns_index_is_the_argmax_on_every_pair_path(tmp_path, monkeypatc
     assert truth == ("violated" if which == "tie_flips" else "holds")
     (tmp_path / "s.fair").write_text(SPEC.format(index=index, using=using))
     (p,) = _check(tmp_path / "s.fair", enumerate_pairs, monkeypatch)["properties"]
-    if p["status"] == "unknown" and which == "tie_keeps" and not softmax and enumerate_pairs == "0" and "smt" not in using:
-        # known limitation, index 0 and 1 alike (not this session's): MILP stops at the tie (2, 1) and certify does
-        # not accept the refinement's one-box tiling of a two-logit ("margin") readout; never a wrong verdict
-        assert "tie" in p["reason"] or "boundary" in p["reason"], p
-        return
+    # tie_keeps on MILP stops at the tie (2, 1); the refinement decides the whole domain on the runtime's own 0/1
+    # decisions at 1/2, which certify now accepts for a two-logit ("margin") readout (it was unknown before)
     assert p["status"] == truth, p
+    if truth == "holds":
+        assert p["how"] == "proved", p
     if truth == "violated":
         w = p["witness"]
         X2 = np.array([w["x"], w["x_prime"]], dtype=np.float32)

@@ -182,6 +182,7 @@ def counted_scores(scorer, X, cases, S) -> tuple:
     says ``over = predict_proba``). Another batch's rounding is judged on ``S`` (``unsure``) either way."""
     prob = getattr(scorer, "prob", None)
     if prob is None:
-        return S, scorer.post, {"rounded": getattr(scorer, "rounded", False)}
+        return S, scorer.post, {"rounded": getattr(scorer, "rounded", False),
+                                **({"decisions": True} if getattr(scorer, "decisions", False) else {})}
     P = [np.asarray(prob(Xc), dtype=np.float64).reshape(-1) for Xc in case_points(X, cases)]
     return P, "prob", {"over": "predict_proba"}

@@ -99,13 +99,17 @@ def relation_record(cases, pairs) -> tuple:
 
 
 def direct_record(post: str, *, eps=0, eps_strict: bool = False, decision_threshold=None, readout=None,
-                  precision: str | None = None, relation=None) -> dict:
+                  precision: str | None = None, relation=None, decisions: bool = False) -> dict:
     """The claim of a proof about the runtime's own outputs (see the module docstring). ``post`` as
     the proof compared it (``prob-of-logit`` is the ``prob`` post on a runtime that gives logits);
     ``decision_threshold`` of a label (default: from ``readout``); ``readout`` / ``precision`` None
-    for a proof that evaluated the runtime itself."""
+    for a proof that evaluated the runtime itself. ``decisions``: a ``label`` compared as the model's own 0/1
+    decisions at 1/2 (``compared = "decisions"``: certify.enumerate.count_individuals checked every value is 0
+    or 1), whatever the score its readout thresholds."""
     rec = {"post": "prob" if post == "prob-of-logit" else str(post), "eps": exact_text(eps),
            "eps_strict": bool(eps_strict)}
+    if decisions:
+        rec["compared"] = "decisions"
     if decision_threshold is None and readout is not None:
         decision_threshold = label_threshold(readout)
     rec["decision_threshold"] = None if decision_threshold is None else exact_text(decision_threshold)

@@ -590,7 +590,7 @@ def class_scores_of(outputs: Sequence, readout, post: str = "label", decision_th
 
 def count_individuals(scores: Sequence, pairs: Sequence[tuple[int, int]], post: str, *, eps=0,
                       decision_threshold=0, eps_strict: bool = False, claim: str, unsure=None, cases=None,
-                      readout=None, rounded: bool = False, **detail) -> Counted:
+                      readout=None, rounded: bool = False, decisions: bool = False, **detail) -> Counted:
     """Every individual of a finite set decided on the runtime: ``scores[c][i]`` is the runtime's
     output (evaluated by the caller) for individual ``i`` under counterfactual case ``c`` (every
     value the protected inputs may take), ``pairs`` the allowed ordered (a, b). Each pair is
@@ -610,9 +610,20 @@ def count_individuals(scores: Sequence, pairs: Sequence[tuple[int, int]], post: 
     column, the runtime's argmax), checked again against numpy's argmax on every row; the ``label``
     post at 0 only. The record and the Proof then name the class (``readout``), which
     :func:`fairspec.certify.partitions.combine_partitions` and
-    :func:`fairspec.certify.network.prove_class_stable` require of a class part."""
+    :func:`fairspec.certify.network.prove_class_stable` require of a class part.
+
+    ``decisions``: the scores are the model's own 0/1 decisions (a ``label`` post at 1/2: an argmax's class, a
+    library's predict), checked here (every finite value 0 or 1); the record says so (``compared``), which
+    certify.partitions accepts for a readout whose own decision threshold is 0 (two logits' margin)."""
     if not pairs:
         raise ValueError("at least one pair of counterfactuals")
+    if decisions:
+        if post != "label" or readout is not None or Fraction(decision_threshold) != Fraction(1, 2):
+            raise ValueError("decisions are a label compared at 1/2")
+        for s in scores:
+            v = np.asarray(s, dtype=np.float64).reshape(-1)
+            if np.any(np.isfinite(v) & (v != 0.0) & (v != 1.0)):
+                raise ValueError("a decision that is neither 0 nor 1")
     if readout is not None:
         scores = class_scores_of(scores, readout, post, decision_threshold)
     arrays = [_as_array(s) for s in scores]
@@ -651,7 +662,7 @@ def count_individuals(scores: Sequence, pairs: Sequence[tuple[int, int]], post: 
     from fairspec.certify.claims import direct_record
 
     rec = direct_record(post, eps=eps, eps_strict=eps_strict, decision_threshold=decision_threshold,
-                        relation=None if cases is None else (cases, pairs))
+                        relation=None if cases is None else (cases, pairs), decisions=decisions)
     if rounded and post == "prob-of-logit":     # the library's float of the logistic, by its bounds
         detail = {**detail, "logistic": "library (bounds only)"}
     if readout is not None:                 # the class it read from the runtime's outputs itself

@@ -153,7 +153,9 @@ def _direct_ok(rec, expect: dict) -> bool:
     if not isinstance(rec, dict) or rec.get("post") != expect["post"]:
         return False
     if expect["post"] == "label":
-        if rec.get("decision_threshold") != label_threshold(expect["readout"]):
+        # the readout's own threshold, or the model's 0/1 decisions at 1/2 (count_individuals checked they are)
+        if rec.get("decision_threshold") != label_threshold(expect["readout"]) and not (
+                rec.get("compared") == "decisions" and rec.get("decision_threshold") == "1/2"):
             return False
     elif rec.get("eps") != expect["eps"] or rec.get("eps_strict") is not expect["eps_strict"]:
         return False

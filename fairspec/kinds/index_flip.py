@@ -12,6 +12,11 @@ all of column 1 against column 0), and certify checks that (negated) question: e
 "no pair's class-1 decisions differ", which is "no pair's class-0 decisions differ". A witness is replayed once more
 on the model as declared (``index = 0``, its own decisions) before it is reported; one that does not break the
 post there is not reported (``unknown``).
+
+Two independent sigmoids read with ``index = i`` have no such network of their decision (their argmax ties where
+both round to one float, e.g. both 1.0: ``models.network.apply_readout`` refuses them), but ``prob(m(x))`` is
+``sigmoid(z_i)``, column i alone: :func:`sigmoid_column` gives that network to a ``prob`` post whose pre-condition
+reads none of the model's outputs (no decision is read at all).
 """
 
 from __future__ import annotations
@@ -31,6 +36,26 @@ def flips_to_index_one(prop: ir.IndividualFairness, model) -> bool:
     readout = getattr(model, "readout", None)
     return (prop.post == "label" and label_by_argmax(model) and readout.columns == 2 and readout.index == 0
             and getattr(model, "format", "") in ("onnx", "torch"))
+
+
+def sigmoid_column(prop: ir.IndividualFairness, model):
+    """The network of ``prob(m(x))`` of two independent sigmoids read with ``index = i`` -- column i with its final
+    sigmoid, ``p_i = sigmoid(z_i)``, the number the runtime's column i is -- for a ``prob`` post reading no decision
+    (no pre-condition reads the model's outputs); None otherwise (a label / class post reads the argmax, which no
+    sign of one output is)."""
+    from fairspec.models.batching import two_probability_argmax
+    from fairspec.models.network import PLNet, UnsupportedModel
+
+    if prop.post != "prob" or _reads_outputs(prop) or getattr(model, "format", "") not in ("onnx", "torch") \
+            or not two_probability_argmax(model):
+        return None
+    try:
+        net = model.folded_network()
+    except UnsupportedModel:
+        return None
+    if net.final != "sigmoid" or net.layers[-1].n_out != 2:
+        return None
+    return PLNet(net.layers, int(model.readout.index), "sigmoid", net.source).single_output()
 
 
 class IndexOne:

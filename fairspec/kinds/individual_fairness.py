@@ -61,10 +61,21 @@ def _booster_final(model) -> bool:
     return folded is not None and is_booster_classifier(getattr(folded, "final", None))
 
 
-def network_of(ctx, model_name: str):
+def network_of(ctx, model_name: str, prop=None):
     """The loaded model as the piecewise-linear network of its decision (raises UnsupportedModel):
-    the same output column and rule as the loaded model's ``decide`` (fairspec.models.readout)."""
-    return ctx.model(model_name).piecewise_linear()
+    the same output column and rule as the loaded model's ``decide`` (fairspec.models.readout); for a ``prob``
+    post of two independent sigmoids (``prop``), the network of its probability (kinds/index_flip.sigmoid_column)."""
+    from fairspec.models.network import UnsupportedModel
+
+    try:
+        return ctx.model(model_name).piecewise_linear()
+    except UnsupportedModel:
+        from fairspec.kinds.index_flip import sigmoid_column
+
+        net = None if prop is None else sigmoid_column(prop, ctx.model(model_name))
+        if net is None:
+            raise
+        return net
 
 
 def _small_domain(prop: ir.IndividualFairness, ctx, backend: str, t0: float) -> Verdict | None:
@@ -302,7 +313,7 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
     fs = ctx.spec.feature_set(prop.features)
     try:
         trees = ctx.model(prop.model).tree_ensemble()
-        net = trees if trees is not None else network_of(ctx, prop.model)  # a rule model: UnsupportedModel
+        net = trees if trees is not None else network_of(ctx, prop.model, prop)  # a rule model: UnsupportedModel
         enc = ctx.encoding(prop.model)
         low = lower_pair(prop, fs, enc, any_codes=trees is not None)   # a tree's splits read any code table
         if trees is not None:

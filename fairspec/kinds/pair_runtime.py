@@ -596,7 +596,8 @@ def batch_scorer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, unsu
 
     reads = library_logistic(prop, model) and not model.prob_reader()[1]
     return BatchScorer(fn, post, label_threshold(prop, model), unsure, rounded=library_logistic(prop, model),
-                       prob=prob if reads else None)
+                       prob=prob if reads else None,
+                       decisions=prop.post == "label" and post == "label" and label_is_decision(model))
 
 
 def pair_precondition(prop: ir.IndividualFairness, enc: ir.Encoding, low, problem):

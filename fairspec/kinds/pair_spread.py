@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from fairspec import ir
-from fairspec.models.batching import (ASSUMED_SPREAD, ASSUMED_SPREAD_OTHER, batch_dependent,
-                                        elementwise_sigmoid_head)
+from fairspec.models.batching import (ASSUMED_SPREAD, ASSUMED_SPREAD_OTHER, argmax_gap, batch_dependent,
+                                        elementwise_sigmoid_head, two_probability_argmax)
 from fairspec.models.batching import rounds_by_batch as _batched_without_bound
 
 #: at most this many points are checked for an exact runtime score (:func:`points_exact`: the points near a
@@ -67,6 +67,17 @@ def _bounded_spread(post: str, cls, model, X: np.ndarray, score_kind: str):
     from fairspec.models.runtime_layers import runtime_layers
 
     none = (0.0, None, None, None)
+    if post == "label" and score_kind == "label" and two_probability_argmax(model):
+        # the argmax of two probability columns (two sigmoids, a softmax over two): its decision is made on
+        # p_i - p_j (_predict_decision), which moves by at most twice either column's move: the columns' bound,
+        # the near check's 2 x spread. Readout "argmax-gap": no point is shown exact through the head
+        from fairspec.models.batching import columns_error_bound
+
+        V = np.asarray(X, dtype=np.float64)
+        got = columns_error_bound(model, V.min(axis=0), V.max(axis=0), [0, 1], softmax_ok=True, sigmoid_ok=True)
+        if got is None:
+            return none
+        return float(np.nextafter(2.0 * got[0], np.inf)), got[1], ("argmax-gap", [0, 1]), got[2]
     if post == "label" and score_kind == "label":
         # the library's own predict (kinds/pair_runtime.label_by_predict): the decision it thresholds,
         # decision_function against 0 where the model has one (the "logit" readout), else the
@@ -340,8 +351,13 @@ def fragile_pair(prop: ir.IndividualFairness, model, X2: np.ndarray) -> dict | N
 def _predict_decision(model, X):
     """``(values, threshold)`` scikit-learn's predict thresholds for a binary model whose label is its
     predict: decision_function against 0 where it has one (the logit of the declared class), else the
-    declared class's probability against 1/2; ``(None, None)`` for neither."""
+    declared class's probability against 1/2; ``(None, None)`` for neither. The argmax of two probability
+    columns (``models.batching.two_probability_argmax``) is decided on ``p_i - p_j`` against 0, not ``p_i``
+    against 1/2 (two sigmoids tie where p_i is far from 1/2)."""
     from fairspec.models.runtime_layers import logit_scores
+
+    if two_probability_argmax(model):
+        return argmax_gap(model, X), 0.0
 
     try:
         z = logit_scores(model, X)

@@ -156,7 +156,7 @@ def _certified_spread(model, lo, hi, by_predict: bool) -> float | None:
     return float(np.nextafter(2.0 * E, np.inf)) if np.isfinite(E) else None
 
 
-def columns_error_bound(model, lo, hi, cols=None, *, softmax_ok: bool = True):
+def columns_error_bound(model, lo, hi, cols=None, *, softmax_ok: bool = True, sigmoid_ok: bool = False):
     """``(E, layers, precision)``: a bound E on how far each output column ``cols`` (default every one) of a
     K-output network's runtime lies from its exact value over the box [lo, hi] of the encoded inputs (as
     the runtime reads them: cast here to its type), in any batch size or order; None where the error model
@@ -164,8 +164,9 @@ def columns_error_bound(model, lo, hi, cols=None, *, softmax_ok: bool = True):
     rounding, every column): a logit column is :func:`fairspec.certify.network.runtime_error_bound`'s
     readout ``("logit", j)``; a softmax head (``softmax_ok``) moves each probability by at most half the
     largest move of a logit (the softmax's Jacobian rows sum to ``2 p (1 - p) <= 1/2`` in absolute value),
-    plus the head's own rounding, *assumed* as a sigmoid head's (``SIGMOID_ABS_ERROR``, per 8 columns).
-    Shared by the pair enumeration's spread (``kinds.pair_enumeration``) and the data path's batch re-check."""
+    plus the head's own rounding, *assumed* as a sigmoid head's (``SIGMOID_ABS_ERROR``, per 8 columns);
+    a head of elementwise sigmoids (``sigmoid_ok``) is each column's readout ``("prob", j)`` (the one-sigmoid
+    bound: a quarter of the logit's move plus the head's assumed rounding). Shared by the pair enumeration's spread (``kinds.pair_enumeration``) and the data path's batch re-check."""
     import numpy as np
 
     from fairspec.certify.network import SIGMOID_ABS_ERROR, runtime_error_bound
@@ -178,7 +179,7 @@ def columns_error_bound(model, lo, hi, cols=None, *, softmax_ok: bool = True):
         precision = runtime_precision(model)
     except (UnsupportedModel, ValueError, AttributeError):
         return None
-    if not (net.final == "none" or net.final == "softmax" and softmax_ok):
+    if not (net.final == "none" or net.final == "softmax" and softmax_ok or net.final == "sigmoid" and sigmoid_ok):
         return None
     K = net.layers[-1].n_out
     if K < 2:
@@ -189,7 +190,8 @@ def columns_error_bound(model, lo, hi, cols=None, *, softmax_ok: bool = True):
     if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
         return None
     try:
-        E = max(float(runtime_error_bound(net.layers, lo, hi, readout=("logit", j), precision=precision))
+        head = "prob" if net.final == "sigmoid" else "logit"
+        E = max(float(runtime_error_bound(net.layers, lo, hi, readout=(head, j), precision=precision))
                 for j in cols)
     except ValueError:
         return None
@@ -201,7 +203,7 @@ def columns_error_bound(model, lo, hi, cols=None, *, softmax_ok: bool = True):
 def _columns_spread(model, lo, hi) -> float | None:
     import numpy as np
 
-    got = columns_error_bound(model, lo, hi)
+    got = columns_error_bound(model, lo, hi, sigmoid_ok=True)
     return None if got is None else float(np.nextafter(2.0 * got[0], np.inf))
 
 
@@ -262,3 +264,25 @@ def rows_mixed(run, width: int, what: str, tol: float = 1e-3) -> str | None:
             f"of 2 gives outputs {gap[row]:.3g} apart (a Softmax or a normalisation over the batch axis, "
             f"BatchNorm in training mode, a features-first input, or a random layer such as Dropout in training "
             f"mode?); fairspec scores every row on its own")
+
+
+def two_probability_argmax(model) -> bool:
+    """Is the model's decision the argmax of two probability columns read with ``index = i`` (an ONNX / torch
+    output of two sigmoids or a softmax over two: ``Readout.argmax_decision``, class i iff ``p_i > p_j``, class 0
+    at a tie), not its library's predict? Its score is ``p_i`` (against 1/2), but the decision is made on
+    :func:`argmax_gap`: a batch-rounding check measuring ``p_i`` against 1/2 measures the wrong quantity (two
+    sigmoids tie where ``p_i`` is far from 1/2, and ``p_i`` may be 1/2 exactly where the argmax is clear)."""
+    r = getattr(model, "readout", None)
+    return (bool(getattr(r, "argmax_decision", False)) and getattr(r, "score", None) == "prob"
+            and getattr(r, "columns", None) == 2 and not getattr(model, "label_by_predict", False))
+
+
+def argmax_gap(model, X):
+    """``p_i - p_j`` per row of one batch (X encoded) of a :func:`two_probability_argmax` model: what its decision
+    is made on (class i iff > 0; for ``index = 0`` iff >= 0). Two evaluations of a row whose columns each move by
+    at most a spread move it by at most twice that spread."""
+    import numpy as np
+
+    Y = np.asarray(model.outputs(X), dtype=np.float64).reshape(np.asarray(X).shape[0], -1)
+    i = int(model.readout.index)
+    return Y[:, i] - Y[:, 1 - i]

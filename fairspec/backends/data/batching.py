@@ -75,13 +75,18 @@ def decide_and_score(model, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, floa
     the decision is the score against the threshold (the loaded model's own ``decide``, or an MLP's
     predict, :func:`_predict_is_score`); else the library's predict and, beside it, what predict
     thresholds: a binary scikit-learn model's ``decision_function`` against 0, or its probability
-    against 1/2 (the score itself: a Platt-scaled SVC's probability is not what its predict compares)."""
+    against 1/2 (the score itself: a Platt-scaled SVC's probability is not what its predict compares); the
+    argmax of two probability columns, ``p_i - p_j`` against 0 (``models.batching.argmax_gap``: two sigmoids tie
+    where ``p_i`` is far from 1/2)."""
+    from fairspec.models.batching import argmax_gap, two_probability_argmax
     from fairspec.models.runtime_layers import logit_scores
 
     if decides_by_score(model):
         s = np.asarray(model.score(X), dtype=np.float64)
         return (s > model.threshold).astype(np.int64), s, float(model.threshold)
     d = np.asarray(model.decide(X), dtype=np.int64)
+    if two_probability_argmax(model):
+        return d, argmax_gap(model, X), 0.0
     if getattr(model, "label_by_predict", False):
         z = logit_scores(model, X)
         if z is not None:
@@ -123,7 +128,14 @@ def decision_fragile(model, X: np.ndarray, d: np.ndarray, z: np.ndarray, thr: fl
 
 
 def decision_spread(model, X: np.ndarray, z: np.ndarray) -> tuple[float, str]:
-    """:func:`spread` of the scores ``z`` the model's own decision thresholds (``decide_and_score``)."""
+    """:func:`spread` of the scores ``z`` the model's own decision thresholds (``decide_and_score``); of the argmax
+    gap ``p_i - p_j`` of two probability columns, twice a column's spread (each column moves by at most it; the
+    assumed spread of probabilities, which lie in [0, 1], per unit of 1 + 1)."""
+    from fairspec.models.batching import two_probability_argmax
+
+    if two_probability_argmax(model):
+        width, bound = spread(model, X, np.ones(1), columns=True)
+        return 2.0 * width, bound
     by_predict = bool(getattr(model, "label_by_predict", False)) and not _predict_is_score(model)
     return spread(model, X, z, by_predict=by_predict)
 

@@ -65,6 +65,7 @@ class BatchScorer(NamedTuple):
     readout: tuple | None = None
     rounded: bool = False
     prob: Callable | None = None
+    decisions: bool = False             # fn gives the model's own 0/1 decisions (a label at 1/2)
 
 
 @dataclass(frozen=True, eq=False)
