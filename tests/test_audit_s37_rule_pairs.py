@@ -85,6 +85,36 @@ def test_rule_individual_fairness_is_enumerated_as_brute_force(tmp_path, k):
         assert v["details"].get("pairs") in (None, total), v
 
 
+@pytest.mark.parametrize("rule,py,t,op", [
+    ("a >= 2 or g == M", lambda a, g: a >= 2 or g == "M", "1", "<="),
+    ("a + 0.5 >= 2", lambda a, g: a + Fr("0.5") >= 2, "1", "<"),          # relaxed strictly below 1: a is tied
+    ("a * 0.25 >= 0.5", lambda a, g: a * Fr("0.25") >= Fr("0.5"), "0.5", "<="),
+    ("a >= 3 and g == F", lambda a, g: a >= 3 and g == "F", "2", "<="),
+])
+def test_relaxed_feature_as_brute_force(tmp_path, rule, py, t, op):
+    """A relaxed feature (|x.a - x'.a| op t) read by the rule: the pairs differing in g or in a within t."""
+    from fairspec import api
+
+    spec = (HEAD.replace("GDECL", CAT).replace("RULE", rule).replace("except {g}", "except {g}\n  require |x.a - x'.a| "
+                                                                          f"{op} {t}").replace("EXTRA", ""))
+    (tmp_path / "s.fair").write_text(spec)
+    lim = Fr(t)
+    bad = total = 0
+    for a1, a2 in itertools.product(A, A):
+        d = abs(a1 - a2)
+        if not (d <= lim if op == "<=" else d < lim):
+            continue
+        for g1, g2 in itertools.permutations(("F", "M"), 2):    # an admissible pair differs in g (the free feature)
+            total += 1
+            bad += bool(py(a1, g1)) != bool(py(a2, g2))
+    (v,) = api.check(str(tmp_path / "s.fair")).to_dict()["properties"]
+    assert v["backend"] == "enumerate" and v["details"]["pairs"] == total, (total, v)
+    if bad:
+        assert v["status"] == "violated" and v["details"]["violating_pairs"] == bad, (bad, total, v)
+    else:
+        assert (v["status"], v["how"]) == ("holds", "proved"), (total, v)
+
+
 def test_a_float_evaluation_would_differ_on_the_exact_case():
     """The third case is one where reading the rule in float64 (evaluate's arithmetic) gives another verdict."""
     f = [0.1 * 3 + 0.2 * g <= 0.3 + 0.2 * g for g in (0, 1)]
