@@ -18,3 +18,16 @@ def prove_no_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet) -> Proof | Non
         return None
     return _mint("exact-arithmetic", f"no pair meets the pre-condition of {prop.name}: {why}", why=why,
                  relaxed=[list(r) for r in prop.relaxed], free=list(prop.free))
+
+
+def prove_rule_reads_tied(prop: ir.IndividualFairness, rule: ir.Expr) -> Proof | None:
+    """The proof that a rule model (a formula over feature values, written in the spec) decides both points of
+    every admissible pair alike because it reads only features the pair ties: none free (``except``), none
+    relaxed (``|x.f - x'.f| <= t``). None when it reads one of them."""
+    read = sorted({x.feature for x in ir.subexpressions(rule) if isinstance(x, ir.FeatureRef)})
+    moving = set(prop.free) | {n for n, _ in prop.relaxed}
+    if set(read) & moving or prop.post != "label":
+        return None
+    return _mint("exact-arithmetic", f"the rule reads only {', '.join(read) or 'no feature'}, which every admissible "
+                 f"pair of {prop.name} ties: both points of a pair are decided alike", read=read,
+                 free=list(prop.free), relaxed=[list(r) for r in prop.relaxed])

@@ -26,6 +26,25 @@ that compute each row from that row alone in a fixed order, on one thread or in 
 - StackingClassifier: the final estimator reads the members' outputs side by side (``np.hstack``); row-fixed when
   the final estimator and every member are.
 
+Regressors (session 37; measured on scikit-learn 1.9.1: 500 rows predicted whole, one by one, in chunks of 7 and
+reversed, tree members, bit for bit):
+
+- BaggingRegressor: as BaggingClassifier (``sum`` of each group's members' predict, groups by ``n_jobs``): row-fixed
+  with ``n_jobs`` 1 / None only.
+- AdaBoostRegressor: the weighted median of its members' predictions (a per-row argsort, a per-row cumulative sum of
+  the weights, one member's prediction selected): the value is a member's, whatever the order of tied members.
+- VotingRegressor: ``np.average(..., axis=1)`` over a *transposed* array of the members' predictions: as
+  OneVsRestClassifier's row sum, from 8 members numpy adds one row pairwise and a batch column by column (measured:
+  165 of 500 rows differ alone for 9 members, none for 3 or 7, with or without weights): fewer than 8 only.
+- StackingRegressor: as StackingClassifier.
+- TransformedTargetRegressor: its regressor's predict, then its transformer's ``inverse_transform``: row-fixed when
+  the regressor is and the transformer is the identity (no ``func`` / ``inverse_func``) or a scaler computing each
+  cell alone (:data:`_CELLWISE_TARGET`); a ``func`` is numpy code fairspec does not read (a vectorised ``expm1``
+  may round a value by its position in the batch).
+
+A KNeighborsRegressor (its neighbours found by distances computed in chunks of the batch), an SVR or any other
+model is not row-fixed here: its small domains are enumerated with the assumed spread, a tie ``unknown``.
+
 A Pipeline *ending* in a meta-estimator is :func:`fairspec.models.batching.rounds_by_batch`'s (its steps cell-wise
 when it is run whole); a Pipeline *among the members* is not read here (it keeps the assumed spread).
 A forest among the members predicting on threads is :mod:`fairspec.models.forest_threads`' (unknown, naming
@@ -35,7 +54,11 @@ A forest among the members predicting on threads is :mod:`fairspec.models.forest
 from __future__ import annotations
 
 META = ("VotingClassifier", "BaggingClassifier", "CalibratedClassifierCV", "OneVsRestClassifier",
-        "StackingClassifier")
+        "StackingClassifier", "VotingRegressor", "BaggingRegressor", "AdaBoostRegressor", "StackingRegressor",
+        "TransformedTargetRegressor")
+#: a TransformedTargetRegressor's transformers whose inverse_transform computes each cell from its own cell by
+#: correctly rounded operations (``X *= scale_; X += mean_``, ...): the same value in any batch
+_CELLWISE_TARGET = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler")
 #: OneVsRestClassifier's pairwise row sum starts at this many columns (numpy's pairwise summation)
 OVR_PAIRWISE = 8
 
@@ -131,8 +154,10 @@ def _members(est) -> list:
     if name == "CalibratedClassifierCV":
         return [c.estimator for c in (getattr(est, "calibrated_classifiers_", None) or ())]
     kids = [m for m in (getattr(est, "estimators_", None) or ()) if not isinstance(m, str)]
-    if name == "StackingClassifier":
+    if name in ("StackingClassifier", "StackingRegressor"):
         kids.append(getattr(est, "final_estimator_", None))
+    if name == "TransformedTargetRegressor":
+        kids = [getattr(est, "regressor_", None)]
     return kids
 
 
@@ -152,8 +177,8 @@ def why_not(est, depth: int = 0) -> str | None:
         return tree_why_not(est)
     if name == "VotingClassifier" and getattr(est, "voting", None) != "soft":
         return "a hard VotingClassifier"
-    if name == "BaggingClassifier" and getattr(est, "n_jobs", None) not in (None, 1):
-        return (f"its BaggingClassifier groups its members by n_jobs = {est.n_jobs} (on the machine's CPU count for "
+    if name in ("BaggingClassifier", "BaggingRegressor") and getattr(est, "n_jobs", None) not in (None, 1):
+        return (f"its {name} groups its members by n_jobs = {est.n_jobs} (on the machine's CPU count for "
                 f"a negative n_jobs), and the grouping changes the rounding of their sum")
     if name == "CalibratedClassifierCV":
         if getattr(est, "method", None) not in ("sigmoid", "isotonic"):
@@ -162,9 +187,20 @@ def why_not(est, depth: int = 0) -> str | None:
             for cal in getattr(c, "calibrators", None) or ():
                 if type(cal).__name__ not in ("_SigmoidCalibration", "IsotonicRegression"):
                     return f"its calibrator {type(cal).__name__}"
+    if name == "TransformedTargetRegressor":
+        t = getattr(est, "transformer_", None)
+        tn = type(t).__name__
+        identity = tn == "FunctionTransformer" and getattr(t, "func", None) is None and \
+            getattr(t, "inverse_func", None) is None
+        if not identity and tn not in _CELLWISE_TARGET:
+            return (f"its TransformedTargetRegressor's target transformer {tn} (its inverse_transform is code fairspec "
+                    f"does not read, which may round a value by its place in the batch)")
     members = _members(est)
     if not members or any(m is None for m in members):
         return f"a {name} without fitted members"
+    if name == "VotingRegressor" and len(members) >= OVR_PAIRWISE:
+        return (f"its VotingRegressor averages {len(members)} members by a row sum numpy adds in another order for "
+                f"one row than for many")
     if name == "OneVsRestClassifier" and len(members) >= OVR_PAIRWISE:
         return (f"its OneVsRestClassifier normalises {len(members)} columns by a row sum numpy adds in another "
                 f"order for one row than for many")
@@ -182,12 +218,22 @@ def row_fixed(est) -> bool:
 
 def hint(model) -> str | None:
     """For an ``unknown`` left by the assumed batch spread of a scikit-learn meta-estimator (a Pipeline's final
-    one too): what stands in the way and what would let fairspec decide; None for any other model."""
+    one too), a neighbours model or a regressor: what stands in the way and what would let fairspec decide; None
+    for any other model."""
     if getattr(model, "format", "") != "sklearn":
         return None
     est = getattr(model, "raw", None)
     final = est.steps[-1][1] if hasattr(est, "steps") else est
     if type(final).__name__ not in META:
+        name = type(final).__name__
+        if name.startswith("KNeighbors") or name.startswith("RadiusNeighbors"):
+            return (f"the {name} is read as its own predict: its neighbours are found by distances computed in "
+                    f"chunks of the batch, whose rounding -- and so the neighbours at a tie of distances -- may "
+                    f"depend on the batch; fairspec decides a tie only where every row is shown computed alike")
+        if name.endswith("Regressor") or name in ("SVR", "NuSVR", "KernelRidge"):
+            return (f"the {name} is read as its own predict, which fairspec does not show computes every row alike "
+                    f"in any batch (it does for tree models and their bagging, boosting, voting of fewer than "
+                    f"{OVR_PAIRWISE}, stacking and a TransformedTargetRegressor with a scaler or no transformer)")
         return None
     why = why_not(final)
     if why is None:                 # row-fixed: the pipeline's own steps mix columns
@@ -195,8 +241,10 @@ def hint(model) -> str | None:
     return (f"the {type(final).__name__} is read as its own predict_proba / predict, and {why}; fairspec decides a "
             f"tie on a meta-estimator only when it combines tree models row by row (a soft VotingClassifier, a "
             f"BaggingClassifier with n_jobs = 1, a sigmoid / isotonic CalibratedClassifierCV, a OneVsRestClassifier "
-            f"of fewer than {OVR_PAIRWISE} classes, a StackingClassifier with a tree final estimator), or a pair "
-            f"clear of the threshold")
+            f"of fewer than {OVR_PAIRWISE} classes, a StackingClassifier with a tree final estimator; a BaggingRegressor "
+            f"with n_jobs = 1, an AdaBoostRegressor, a VotingRegressor of fewer than {OVR_PAIRWISE} members, a "
+            f"StackingRegressor, a TransformedTargetRegressor with a scaler or no transformer), or a pair clear of the "
+            f"threshold")
 
 
 def no_score_hint(est) -> str:

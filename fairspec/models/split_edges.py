@@ -27,11 +27,17 @@ def mixed_trees(model) -> bool:
     from fairspec.models.pipeline_boosters import BOOSTER_CLASSIFIERS
     from fairspec.models.trees import SKLEARN_REGRESSORS, SKLEARN_TREES
 
+    from fairspec.models.meta_estimators import row_fixed
+
     est = getattr(model, "raw", None)
     if getattr(model, "format", "") != "sklearn" or not hasattr(est, "steps"):
         return False
-    return type(est.steps[-1][1]).__name__ in SKLEARN_TREES + SKLEARN_REGRESSORS + BOOSTER_CLASSIFIERS and \
-        rounds_by_batch(model)
+    final = est.steps[-1][1]
+    # a meta-estimator of tree models (models/meta_estimators.row_fixed) reads the steps' output through its
+    # members' trees as well: a row on one of their split edges jumps too (session 37: a soft vote of one
+    # HistGradientBoosting behind a PCA was proved, its own predict of the edge pair alone differing)
+    return (type(final).__name__ in SKLEARN_TREES + SKLEARN_REGRESSORS + BOOSTER_CLASSIFIERS or row_fixed(final)) \
+        and rounds_by_batch(model)
 
 
 def at_split_edges(model, X) -> np.ndarray | None:
@@ -68,8 +74,13 @@ def at_split_edges(model, X) -> np.ndarray | None:
 
 
 def _splits(final):
-    """The (column, threshold) pairs of every split of a scikit-learn tree model; None when not read here."""
+    """The (column, threshold) pairs of every split of a scikit-learn tree model; None when not read here (a
+    meta-estimator: its members may read a subset of the columns, as a bag's ``estimators_features_``)."""
+    from fairspec.models.meta_estimators import META
+
     name = type(final).__name__
+    if name in META:
+        return None
     if name.startswith("HistGradientBoosting"):
         out = []
         for per_iter in getattr(final, "_predictors", ()):

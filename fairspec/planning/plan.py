@@ -103,6 +103,14 @@ def plan(prop, spec=None, facts: dict | None = None) -> Plan:
     names = backends_for(kind, over)
     wanted = prop.options.backend
     empirical = kind == "group_metric" and over == "data" and getattr(prop, "distribution", None) is not None
+    rule = _rule_model(prop, spec)
+    if rule is not None:         # a rule model's pairs: enumerated (the solvers read networks and trees)
+        if wanted is None:
+            return _chosen(kind, "enumerate", over)
+    elif wanted == "enumerate" and _rule_model(prop, spec, False) is not None:
+        msg = (f"the enumerate backend decides rule models (`rule(...)`) only, and '{prop.model}' is a model file "
+               f"(milp and smt enumerate its small domains on its runtime)")
+        return Plan(kind, None, why=msg, error=msg, hint=_others(kind, metric, over))
     if wanted is not None:
         if wanted not in BACKENDS:
             msg = f"unknown backend '{wanted}'"
@@ -123,6 +131,16 @@ def plan(prop, spec=None, facts: dict | None = None) -> Plan:
         if b in names:
             return _chosen(kind, b, over)
     return Plan(kind, None, why=f"no backend decides {_kind_words(kind)} properties yet")
+
+
+def _rule_model(prop, spec, rule: bool = True):
+    """An individual-fairness property's model when it is (``rule``) or is not a rule model, as the spec
+    declares it; None otherwise, or when ``spec`` declares no models (plan(prop) without one)."""
+    name = getattr(prop, "model", None)
+    if prop.kind != "individual_fairness" or not name:
+        return None
+    m = next((m for m in getattr(spec, "models", None) or () if m.name == name), None)
+    return m if m is not None and (m.format == "rule") == rule else None
 
 
 def _chosen(kind, backend, over, note=None) -> Plan:

@@ -173,6 +173,7 @@ NEEDS = {
     "data": "data rows",
     "distribution": "a distribution with probabilities (declared or estimated from data)",
     "boolean_form": "the classifier in Boolean form (a decision tree, a CNF rule or a linear rule)",
+    "rule": "a rule model written in the spec (`rule(...)`) over a small discrete domain",
 }
 
 
@@ -250,6 +251,12 @@ register(Backend(
     "smt", "SMT (pysmt with z3, exact rationals) over the ReLU network", ("relu_network",), (
         Capability("individual_fairness", "fairspec.kinds.individual_fairness:run_smt", _opts(*_PAIR, timeout=60.0),
                    doc="the pair encoding: prove, find or maximize"),
+    )))
+register(Backend(
+    "enumerate", "every pair of a small discrete domain, a rule model evaluated in exact rationals", ("rule",), (
+        Capability("individual_fairness", "fairspec.kinds.rule_pairs:run", _opts("mode", timeout=60.0),
+                   doc="a rule model (`rule(...)`): every admissible pair of the features it reads, free and "
+                       "relaxed ones, when they are discrete and the ordered pairs at most 4,000,000"),
     )))
 register(Backend(
     "search", "HyFair's search for k-discrimination, on the model run as it is", ("model",), (

@@ -29,6 +29,7 @@ from fairspec.syntax import ast
 @dataclass(frozen=True)
 class _SpecView:
     distributions: tuple
+    models: tuple = ()
 
 
 @dataclass
@@ -310,8 +311,8 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
             self.properties.append(prop)
 
     def _spec_view(self):
-        """What plan() reads of the spec while it is being built: the distributions."""
-        return _SpecView(tuple(self.distributions.values()))
+        """What plan() reads of the spec while it is being built: the distributions and the models."""
+        return _SpecView(tuple(self.distributions.values()), tuple(self.models.values()))
 
     def _apply(self, d: Decl, policies: dict) -> None:
         node: ast.ApplyDecl = d.node

@@ -493,7 +493,9 @@ class ModelChecks:
             chosen = prop.options.backend is not None
             self.sink.add("FS506", f"the {backend} backend encodes model '{m.name}' as a ReLU network, but {why}",
                           prop.span, severity="error" if chosen else "warning",
-                          hint="pick a backend that runs the model as it is (using data), or export the model "
+                          hint="a rule model's pairs are enumerated in exact rationals: drop the `using`, or write "
+                               "`using enumerate`" if m.format == "rule" else
+                               "pick a backend that runs the model as it is (using data), or export the model "
                                "as a ReLU network",
                           related=(Related(m.span, f"model '{m.name}' declared here"),) if m.span else ())
 
