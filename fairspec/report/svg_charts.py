@@ -1,0 +1,277 @@
+"""The HTML report's per-group rate chart, written as SVG by hand (no matplotlib).
+
+A group metric's chart is the report's most frequent picture: one per property.  Through matplotlib it
+cost ~0.15-0.3 s of CPU and ~22 KB of SVG (its layout engine, every glyph's clip path, hatches drawn
+as paths), so a spec of 1,000 properties took minutes and a 22 MB page (bench/html_report.py,
+bench/results/html_report.md).  Written here as a few rectangles, lines and text elements it costs
+~1 ms and ~4-6 KB, and draws the same: the rates the metric compares per group as bars (hatched, so
+grey print tells them apart), each rate's interval as an error bar, the groups not counted hatched
+white, the claim's threshold in the rates' own units (highest - t, t x highest, overall +- t, t),
+and beside them the metric's value with its interval against the threshold, titled with the verdict.
+Each bar carries the numbers the per-group table prints (``texts``: the text report's, on their side
+of the claim's thresholds) as its tooltip.
+
+Every text fairspec did not write (a group's name, the metric's, the property's) goes through
+:func:`fairspec.report.charts.label` (control and bidi characters as escapes) and is XML-escaped:
+a category ``"</svg><b>"`` or ``"$\\frac{$"`` is drawn as written.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import math
+
+from fairspec.report.charts import (RATE_WORDS, STATUS_COLOUR, _BLUE, _GREEN, _GREY, _ORANGE, _RED, compared_keys,
+                                    label)
+from fairspec.syntax.literals import number as _spec_number
+
+_CHARTS = itertools.count()  # every chart's pattern ids are its own on the page
+_FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
+_COLOURS = (_BLUE, _ORANGE, _GREEN, _RED)
+_HATCHES = ("", "//", "..", "xx")
+
+
+def _x(s) -> str:
+    """A text for the SVG: one line (:func:`label`), XML-escaped."""
+    return html.escape(label(s), quote=True)
+
+
+def _f(x: float) -> str:
+    return f"{x:.1f}".rstrip("0").rstrip(".")
+
+
+def _ticks(lo: float, hi: float, n: int = 6) -> list[float]:
+    """Round tick values covering [lo, hi] (about ``n`` of them)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
+        return [lo] if math.isfinite(lo) else []
+    raw = (hi - lo) / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    first = math.ceil(lo / step - 1e-9) * step
+    out, k = [], 0
+    while first + k * step <= hi + step * 1e-9:
+        out.append(round(first + k * step, 12))
+        k += 1
+    return out
+
+
+def _tick_text(t: float) -> str:
+    return f"{t:.6g}" if t else "0"
+
+
+def _text_width(s: str, size: float) -> float:
+    return 0.6 * size * len(s)
+
+
+class _Axes:
+    """A panel: data y in [lo, hi] drawn in the box (x0, y0, w, h), y up."""
+
+    def __init__(self, x0, y0, w, h, lo, hi):
+        self.x0, self.y0, self.w, self.h, self.lo, self.hi = x0, y0, w, h, lo, hi
+
+    def y(self, v: float) -> float:
+        return self.y0 + self.h - (v - self.lo) / (self.hi - self.lo) * self.h
+
+    def frame(self, out: list, ylabel: str | None = None) -> None:
+        x0, y0, w, h = self.x0, self.y0, self.w, self.h
+        for t in _ticks(self.lo, self.hi):
+            y = self.y(t)
+            out.append(f'<line x1="{_f(x0)}" y1="{_f(y)}" x2="{_f(x0 + w)}" y2="{_f(y)}" stroke="#000" '
+                       f'stroke-opacity="0.15"/><line x1="{_f(x0 - 4)}" y1="{_f(y)}" x2="{_f(x0)}" y2="{_f(y)}" '
+                       f'stroke="#000"/><text x="{_f(x0 - 6)}" y="{_f(y + 3.5)}" text-anchor="end" '
+                       f'font-size="10">{_tick_text(t)}</text>')
+        out.append(f'<rect x="{_f(x0)}" y="{_f(y0)}" width="{_f(w)}" height="{_f(h)}" fill="none" stroke="#000" '
+                   f'stroke-width="0.8"/>')
+        if ylabel:
+            cy = y0 + h / 2
+            out.append(f'<text x="{_f(x0 - 40)}" y="{_f(cy)}" transform="rotate(-90 {_f(x0 - 40)} {_f(cy)})" '
+                       f'text-anchor="middle" font-size="10">{_x(ylabel)}</text>')
+
+    def hline(self, out: list, v: float, title: str) -> None:
+        y = self.y(v)
+        out.append(f'<line x1="{_f(self.x0)}" y1="{_f(y)}" x2="{_f(self.x0 + self.w)}" y2="{_f(y)}" stroke="{_RED}" '
+                   f'stroke-width="1.4" stroke-dasharray="6 3"><title>{_x(title)}</title></line>')
+
+    def errorbar(self, out: list, x: float, lo: float, hi: float, cap: float = 4) -> None:
+        a, b = self.y(lo), self.y(hi)
+        out.append(f'<path d="M{_f(x)} {_f(a)}V{_f(b)}M{_f(x - cap)} {_f(a)}h{_f(2 * cap)}M{_f(x - cap)} {_f(b)}'
+                   f'h{_f(2 * cap)}" stroke="#000" stroke-width="1" fill="none"/>')
+
+
+def _patterns(n: int) -> tuple[str, dict]:
+    """The hatches of this chart (``//``, ``..``, ``xx``, and ``\\\\`` for the groups not counted) as
+    patterns with ids of its own."""
+    ids = {h: f"fs{n}h{i}" for i, h in enumerate(("//", "..", "xx", "\\\\"))}
+    body = {"//": '<path d="M0 8L8 0M-2 2L2 -2M6 10L10 6" stroke="#000" stroke-width="0.7"/>',
+            "..": '<circle cx="2" cy="2" r="0.9"/><circle cx="6" cy="6" r="0.9"/>',
+            "xx": '<path d="M0 8L8 0M0 0L8 8" stroke="#000" stroke-width="0.7"/>',
+            "\\\\": f'<path d="M0 0L8 8M-2 6L2 10M6 -2L10 2" stroke="{_GREY}" stroke-width="0.7"/>'}
+    defs = "".join(f'<pattern id="{i}" patternUnits="userSpaceOnUse" width="8" height="8">{body[h]}</pattern>'
+                   for h, i in ids.items())
+    return f"<defs>{defs}</defs>", ids
+
+
+def _num(x) -> float:
+    return float("nan") if x is None or isinstance(x, bool) else float(x)
+
+
+def rates_svg(v, texts: dict | None = None) -> str:
+    """The per-group rates of a group metric (``compared_keys``) as bars with their intervals and the
+    threshold, beside the metric's value and interval; ``texts[(i, key)]``: the tooltip of group ``i``'s
+    bar of ``key`` (the table's cell), else the rate as drawn."""
+    d = v.details
+    keys = compared_keys(v)
+    groups = d["groups"]
+    names = [label(g["group"]) for g in groups]
+    n = next(_CHARTS)
+    rotate = len(names) > 3
+    longest = max((len(s) for s in names), default=0)
+    below = 44 + (min(longest, 40) * 6.0 * 0.42 if rotate else 0)   # room for the tick labels
+    W = max(720.0, 86.0 * len(names) + 430)
+    H = 300 + below
+    left = 60.0
+    gap = 70.0
+    panel_w = (W - left - gap - 20) * 3.2 / 4.2
+    ax = _Axes(left, 30, panel_w, H - 30 - below, 0, 1)
+    # the y range as before (matplotlib's): up to 1.05 for rates, above 1 for a mean benefit
+    vals = [_num(g.get(k)) for g in groups for k in keys]
+    his = [_num((g.get(f"{k}_interval") or [None, None])[1]) for g in groups for k in keys]
+    fin = [x for x in vals + his if math.isfinite(x)]
+    top = max(fin, default=0.0)
+    lo_y = min(0.0, min(fin, default=0.0))
+    ax.lo, ax.hi = lo_y, (max(1.0, top * 1.1) if top > 1 else min(1.05, max(0.1, top * 1.25)))
+    defs, pat = _patterns(n)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{_f(W)}" height="{_f(H)}" viewBox="0 0 {_f(W)} {_f(H)}" '
+           f'font-family="{_FONT}" role="img">{defs}',
+           f'<text x="{_f(ax.x0 + ax.w / 2)}" y="18" text-anchor="middle" font-size="12">'
+           f'{_x(f"{v.name}: per group")}</text>']
+    ax.frame(out, "rate (share of the group's rows, 0-1)")
+    slot = ax.w / max(1, len(names))
+    width = slot * 0.8 / max(1, len(keys))
+    legend = []
+    uncounted = False
+    for j, k in enumerate(keys):
+        word = RATE_WORDS.get(k, k) if v.backend == "data" else "positive rate"
+        colour, hatch = _COLOURS[j % 4], _HATCHES[j % 4]
+        legend.append((colour, pat.get(hatch), word, False))
+        for i, g in enumerate(groups):
+            x = ax.x0 + slot * (i + 0.1) + width * j
+            val = _num(g.get(k))
+            counted = g.get("counted", True)
+            uncounted |= not counted
+            h = max(0.0, ax.y(ax.lo) - ax.y(val if math.isfinite(val) else 0.0))
+            y = ax.y(val) if math.isfinite(val) else ax.y(0.0)
+            tip = (texts or {}).get((i, k)) or ("-" if not math.isfinite(val) else f"{val:.4g}")
+            tip = f"{names[i]}: {word} {tip}" + ("" if counted else " (not counted)")
+            fill = colour if counted else "#fff"
+            stroke = "#000" if counted else _GREY
+            out.append(f'<g><title>{_x(tip)}</title><rect x="{_f(x)}" y="{_f(y)}" width="{_f(width)}" '
+                       f'height="{_f(h)}" fill="{fill}" stroke="{stroke}" stroke-width="0.6"/>')
+            over = pat.get(hatch if counted else "\\\\")
+            if over:
+                out.append(f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(width)}" height="{_f(h)}" fill="url(#{over})"/>')
+            out.append("</g>")
+            iv = g.get(f"{k}_interval")
+            if isinstance(iv, (list, tuple)) and len(iv) == 2 and math.isfinite(val) \
+                    and all(isinstance(z, (int, float)) and math.isfinite(z) for z in iv):
+                ax.errorbar(out, x + width / 2, float(iv[0]), float(iv[1]), cap=min(4.0, width / 3))
+    if uncounted:
+        legend.append(("#fff", pat["\\\\"], "not counted (too small or excluded)", False))
+    for name, ref in _reference_lines(v, keys, groups):
+        ax.hline(out, ref, name)
+        legend.append((_RED, None, name, True))
+    # the group names under their bars, slanted when there are more than three
+    for i, s in enumerate(names):
+        cx = ax.x0 + slot * (i + 0.5)
+        ty = ax.y0 + ax.h + 14
+        if rotate:
+            out.append(f'<text x="{_f(cx)}" y="{_f(ty)}" transform="rotate(-25 {_f(cx)} {_f(ty)})" '
+                       f'text-anchor="end" font-size="9">{_x(s)}</text>')
+        else:
+            out.append(f'<text x="{_f(cx)}" y="{_f(ty)}" text-anchor="middle" font-size="9">{_x(s)}</text>')
+    _legend(out, legend, ax.x0 + 6, ax.y0 + 6)
+    _metric_panel(out, v, ax.x0 + ax.w + gap, ax.y0, W - (ax.x0 + ax.w + gap) - 20, ax.h)
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _legend(out: list, entries: list, x: float, y: float) -> None:
+    if not entries:
+        return
+    wide = max(_text_width(label(e[2]), 9) for e in entries)
+    out.append(f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(wide + 34)}" height="{_f(14 * len(entries) + 6)}" '
+               f'fill="#fff" fill-opacity="0.8" stroke="none"/>')
+    for r, (colour, hatch, text, line) in enumerate(entries):
+        yy = y + 4 + 14 * r
+        if line:
+            out.append(f'<line x1="{_f(x + 4)}" y1="{_f(yy + 5)}" x2="{_f(x + 24)}" y2="{_f(yy + 5)}" stroke="{colour}" '
+                       f'stroke-width="1.4" stroke-dasharray="6 3"/>')
+        else:
+            edge = _GREY if colour == "#fff" else "#000"
+            out.append(f'<rect x="{_f(x + 4)}" y="{_f(yy)}" width="20" height="10" fill="{colour}" stroke="{edge}" '
+                       f'stroke-width="0.6"/>')
+            if hatch:
+                out.append(f'<rect x="{_f(x + 4)}" y="{_f(yy)}" width="20" height="10" fill="url(#{hatch})"/>')
+        out.append(f'<text x="{_f(x + 30)}" y="{_f(yy + 9)}" font-size="9">{_x(text)}</text>')
+
+
+def _reference_lines(v, keys, groups) -> list[tuple[str, float]]:
+    """The threshold in the rates' own units: highest - t (difference), t x highest (ratio), overall +- t
+    (to overall); for the most/least favoured group's rate, t itself (charts' matplotlib chart drew the same)."""
+    d = v.details
+    t = d.get("threshold")
+    if t is None or len(keys) != 1:
+        return []
+    from fairspec.analyses.group_rates import METRICS
+
+    mdef = METRICS.get(d.get("metric", ""))
+    vals = [g[keys[0]] for g in groups if g.get(keys[0]) is not None and g.get("counted", True)]
+    if not vals or mdef is None:
+        return []
+    hi = max(vals)
+    overall = (d.get("overall") or {}).get(keys[0])
+    if mdef.form in ("max_rate", "min_rate"):
+        return [(f"threshold {_spec_number(t)}", t)]
+    if d.get("compare") == "to_overall" and overall is not None:
+        if mdef.form == "ratio":
+            return [(f"{_spec_number(t)} x overall", overall * t)]
+        return [(f"overall - {_spec_number(t)}", overall - t), (f"overall + {_spec_number(t)}", overall + t)]
+    if mdef.form == "ratio":
+        return [(f"{_spec_number(t)} x highest", hi * t)]
+    if mdef.form in ("difference", "average"):
+        return [(f"highest - {_spec_number(t)}", hi - t)]
+    return []
+
+
+def _metric_panel(out: list, v, x0: float, y0: float, w: float, h: float) -> None:
+    """The metric's value with its interval (a dot and an error bar) against the threshold, titled with
+    the verdict in its colour."""
+    d = v.details
+    t = d.get("threshold")
+    if v.value is None or not math.isfinite(_num(v.value)):
+        return
+    lo, hi = v.bound if v.bound else (v.value, v.value)
+    pts = [float(x) for x in (v.value, lo, hi, t) if isinstance(x, (int, float)) and math.isfinite(float(x))]
+    a, b = min(pts), max(pts)
+    pad = (b - a) * 0.08 or max(abs(a) * 0.1, 0.05)
+    ax = _Axes(x0, y0, w, h, a - pad, b + pad)
+    out.append(f'<text x="{_f(x0 + w / 2)}" y="18" text-anchor="middle" font-size="12" '
+               f'fill="{STATUS_COLOUR.get(v.status, "#000")}">{_x(v.status)}</text>')
+    ax.frame(out)
+    cx = x0 + w / 2
+    ax.errorbar(out, cx, float(lo), float(hi), cap=6)
+    out.append(f'<circle cx="{_f(cx)}" cy="{_f(ax.y(float(v.value)))}" r="4"><title>{_x(d.get("metric", "value"))} '
+               f'{_x(_value_text(v))}</title></circle>')
+    out.append(f'<text x="{_f(cx)}" y="{_f(y0 + h + 14)}" text-anchor="middle" font-size="9">'
+               f'{_x(d.get("metric", "value"))}</text>')
+    if t is not None:  # its legend under the panel: inside, it crossed the interval
+        ax.hline(out, float(t), f"threshold {_spec_number(t)}")
+        _legend(out, [(_RED, None, f"threshold {_spec_number(t)}", True)], x0 - 4, y0 + h + 20)
+
+
+def _value_text(v) -> str:
+    from fairspec.report import bound_texts, value_text
+
+    b = bound_texts(v)
+    return value_text(v) + (f" [{b[0]}, {b[1]}]" if b else "")
