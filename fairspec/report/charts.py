@@ -15,7 +15,6 @@ import itertools
 
 from fairspec.diagnostics.visible import visible_value
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
-from fairspec.syntax.literals import shown as _shown  # a number on its side of the claim's thresholds
 
 # colour-blind-safe (Okabe-Ito), distinguishable in grey print by the hatches used with them
 _BLUE, _ORANGE, _GREEN, _GREY, _RED = "#0072B2", "#E69F00", "#009E73", "#999999", "#D55E00"
@@ -80,51 +79,6 @@ def compared_keys(v) -> list[str]:
     if not keys:  # over a distribution: Justicia's PPV is the positive rate
         keys = [k for k in ("positive_rate", "ppv") if any(k in g for g in d["groups"])][:1]
     return keys
-
-
-def _metric_panel(ax, v) -> None:
-    d = v.details
-    t = d.get("threshold")
-    if v.value is None:
-        ax.axis("off")
-        return
-    lo, hi = v.bound if v.bound else (v.value, v.value)
-    ax.errorbar([0], [v.value], yerr=[[v.value - lo], [hi - v.value]], fmt="o", color="black", capsize=5)
-    if t is not None:
-        ax.axhline(t, color=_RED, linestyle="--", linewidth=1.2, label=f"threshold {_spec_number(t)}")
-        ax.legend(fontsize=7, loc="best", frameon=False)
-    ax.set_xticks([0])
-    ax.set_xticklabels([label(d.get("metric", "value"))], fontsize=7)
-    ax.set_xlim(-1, 1)
-    ax.set_title(f"{v.status}", fontsize=10, color=STATUS_COLOUR.get(v.status, "black"))
-    ax.grid(axis="y", alpha=0.3)
-
-
-def reliability_fig(v):
-    d = v.details
-    fig = _new_figure(7.5, 3.8)
-    ax, ax2 = fig.subplots(1, 2, width_ratios=[2.2, 1])
-    ax.plot([0, 1], [0, 1], color=_GREY, linestyle=":", linewidth=1, label="perfect calibration")
-    markers = ["o", "s", "^", "D", "v", "P", "X", "*"]
-    colours = [_BLUE, _ORANGE, _GREEN, _RED, "#CC79A7", "#56B4E9", "#F0E442", "black"]
-    for j, g in enumerate(d["groups"]):
-        pts = [(b["mean_score"], b["positive_share"]) for b in g.get("reliability", []) if b["mean_score"] is not None]
-        if not pts:
-            continue
-        xs, ys = zip(*pts)
-        ece = g.get("ece")
-        ax.plot(xs, ys, marker=markers[j % 8], color=colours[j % 8], linewidth=1, markersize=4,
-                label=label(f"{g['group']} (ECE {_shown(ece, v.thresholds, digits=3, style='f', exact=repr(float(ece)))})"
-                            if ece is not None else g["group"]))
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("mean score in the bin (probability, 0-1)")
-    ax.set_ylabel("observed share of label = 1 (0-1)")
-    ax.set_title(label(f"{v.name}: reliability per group"), fontsize=10)
-    ax.legend(fontsize=7, loc="upper left", frameon=False)
-    ax.grid(alpha=0.3)
-    _metric_panel(ax2, v)
-    return fig
 
 
 def influence_fig(v):

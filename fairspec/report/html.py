@@ -541,7 +541,7 @@ def _group_metric(v) -> str:
     if v.backend == "data" and any(k.endswith("_interval") for r in d["groups"] for k in r):
         title += f"; [ ]: {e(_rate_interval_words(d))}"
     if d.get("metric") == "calibration_gap":
-        parts.append(_figure(lambda: charts.reliability_fig(v),
+        parts.append(_safe_svg(lambda: svg_charts.reliability_svg(v),
                              "Reliability per group: observed share of label = 1 against the mean score in each "
                              "score bin; the diagonal is perfect calibration"))
     elif keys:  # drawn by hand (svg_charts): a matplotlib chart per property cost ~0.2 s and ~22 KB

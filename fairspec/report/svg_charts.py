@@ -205,8 +205,9 @@ def _legend(out: list, entries: list, x: float, y: float) -> None:
     for r, (colour, hatch, text, line) in enumerate(entries):
         yy = y + 4 + 14 * r
         if line:
+            dash = ' stroke-dasharray="6 3"' if line is True else ""  # "solid": a group's curve
             out.append(f'<line x1="{_f(x + 4)}" y1="{_f(yy + 5)}" x2="{_f(x + 24)}" y2="{_f(yy + 5)}" stroke="{colour}" '
-                       f'stroke-width="1.4" stroke-dasharray="6 3"/>')
+                       f'stroke-width="1.4"{dash}/>')
         else:
             edge = _GREY if colour == "#fff" else "#000"
             out.append(f'<rect x="{_f(x + 4)}" y="{_f(yy)}" width="20" height="10" fill="{colour}" stroke="{edge}" '
@@ -275,3 +276,59 @@ def _value_text(v) -> str:
 
     b = bound_texts(v)
     return value_text(v) + (f" [{b[0]}, {b[1]}]" if b else "")
+
+
+_MARKERS = ("circle", "square", "triangle", "diamond")
+_LINE_COLOURS = (_BLUE, _ORANGE, _GREEN, _RED, "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+
+
+def _marker(kind: str, x: float, y: float, colour: str) -> str:
+    if kind == "circle":
+        return f'<circle cx="{_f(x)}" cy="{_f(y)}" r="3" fill="{colour}"/>'
+    if kind == "square":
+        return f'<rect x="{_f(x - 3)}" y="{_f(y - 3)}" width="6" height="6" fill="{colour}"/>'
+    if kind == "triangle":
+        return f'<path d="M{_f(x)} {_f(y - 3.5)}L{_f(x + 3.5)} {_f(y + 3)}H{_f(x - 3.5)}Z" fill="{colour}"/>'
+    return f'<path d="M{_f(x)} {_f(y - 4)}L{_f(x + 4)} {_f(y)}L{_f(x)} {_f(y + 4)}L{_f(x - 4)} {_f(y)}Z" fill="{colour}"/>'
+
+
+def reliability_svg(v) -> str:
+    """A calibration gap: each group's reliability curve (observed share of label = 1 against the mean score
+    per bin) with the diagonal, each group's ECE in the legend on its side of the claim's thresholds; beside
+    it the metric's value and interval against the threshold."""
+    from fairspec.syntax.literals import shown
+
+    d = v.details
+    W, H = 720.0, 360.0
+    ax = _Axes(60, 30, (W - 60 - 70 - 20) * 2.2 / 3.2, 270, 0, 1)
+    sx = lambda x: ax.x0 + x * ax.w  # noqa: E731
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{_f(W)}" height="{_f(H)}" viewBox="0 0 {_f(W)} {_f(H)}" '
+           f'font-family="{_FONT}" role="img">',
+           f'<text x="{_f(ax.x0 + ax.w / 2)}" y="18" text-anchor="middle" font-size="12">'
+           f'{_x(f"{v.name}: reliability per group")}</text>']
+    ax.frame(out, "observed share of label = 1 (0-1)")
+    for t in _ticks(0, 1):
+        out.append(f'<text x="{_f(sx(t))}" y="{_f(ax.y0 + ax.h + 13)}" text-anchor="middle" font-size="10">'
+                   f'{_tick_text(t)}</text>')
+    out.append(f'<text x="{_f(ax.x0 + ax.w / 2)}" y="{_f(ax.y0 + ax.h + 28)}" text-anchor="middle" font-size="10">'
+               f'mean score in the bin (probability, 0-1)</text>')
+    out.append(f'<line x1="{_f(sx(0))}" y1="{_f(ax.y(0))}" x2="{_f(sx(1))}" y2="{_f(ax.y(1))}" stroke="{_GREY}" '
+               f'stroke-dasharray="2 2"/>')
+    legend = [(_GREY, None, "perfect calibration", True)]
+    for j, g in enumerate(d["groups"]):
+        pts = [(float(b["mean_score"]), float(b["positive_share"])) for b in g.get("reliability", [])
+               if b.get("mean_score") is not None and b.get("positive_share") is not None]
+        if not pts:
+            continue
+        colour, marker = _LINE_COLOURS[j % 8], _MARKERS[j % 4]
+        ece = g.get("ece")
+        name = (f"{g['group']} (ECE {shown(ece, v.thresholds, digits=3, style='f', exact=repr(float(ece)))})"
+                if ece is not None else str(g["group"]))
+        path = "".join(("M" if i == 0 else "L") + f"{_f(sx(x))} {_f(ax.y(y))}" for i, (x, y) in enumerate(pts))
+        out.append(f'<g><title>{_x(name)}</title><path d="{path}" stroke="{colour}" fill="none" stroke-width="1.2"/>'
+                   + "".join(_marker(marker, sx(x), ax.y(y), colour) for x, y in pts) + "</g>")
+        legend.append((colour, None, name, "solid"))
+    _legend(out, legend, ax.x0 + 6, ax.y0 + 6)
+    _metric_panel(out, v, ax.x0 + ax.w + 70, ax.y0, W - (ax.x0 + ax.w + 70) - 20, ax.h)
+    out.append("</svg>")
+    return "".join(out)
