@@ -90,7 +90,7 @@ def _write(render_text, path, keep: tuple) -> Path:
 
 def render(report) -> str:
     e = _e
-    parts = [_HEAD.format(title=e(f"fairspec report: {Path(report.spec).name}"), css=_CSS)]
+    parts = [_HEAD.format(title=e(f"fairspec report: {Path(report.spec).name}"), css=_CSS + svg_charts.CSS)]
     when = _when([report])
     parts.append(f"<header><h1>fairspec check <code>{e(str(report.spec))}</code></h1>"
                  f"<p class=meta>{when} &middot; exit code {report.exit_code} ({e(_EXIT.get(report.exit_code, 'interrupted'))}) "
@@ -122,7 +122,8 @@ def render_models(reports) -> str:
     per model file (the comparison of candidate models), then each file's report in file order."""
     e = _e
     spec = reports[0][1].spec if reports else ""
-    parts = [_HEAD.format(title=e(f"fairspec report: {Path(spec).name}, {len(reports)} model files"), css=_CSS)]
+    parts = [_HEAD.format(title=e(f"fairspec report: {Path(spec).name}, {len(reports)} model files"),
+                          css=_CSS + svg_charts.CSS)]
     when = _when([r for _, r in reports])
     codes = [r.exit_code for _, r in reports]
     code = next((c for c in (130, 143, 2, 4, 1, 3) if c in codes), 0)
