@@ -77,7 +77,7 @@ def _text_width(s: str, size: float) -> float:
 
 
 def _open(w: float, h: float, defs: str = "") -> str:
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" class=fc width="{_f(w)}" height="{_f(h)}" '
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" class=fc width={_f(w)} height={_f(h)} '
             f'viewBox="0 0 {_f(w)} {_f(h)}" role="img">{defs}')
 
 
@@ -96,11 +96,11 @@ class _Axes:
         out.append(f'<path class=g d="{"".join(f"M{_f(x0)} {y}h{_f(w)}" for _, y in ticks)}"/>'
                    f'<path class=k d="{"".join(f"M{_f(x0 - 4)} {y}h4" for _, y in ticks)}'
                    f'M{_f(x0)} {_f(y0)}h{_f(w)}v{_f(h)}h{_f(-w)}Z"/><g class=y>'
-                   + "".join(f'<text x="{_f(x0 - 6)}" y="{_f(float(y) + 3.5)}">{_tick_text(t)}</text>'
+                   + "".join(f'<text x={_f(x0 - 6)} y={_f(float(y) + 3.5)}>{_tick_text(t)}</text>'
                              for t, y in ticks) + "</g>")
         if ylabel:
             cx, cy = _f(x0 - 40), _f(y0 + h / 2)
-            out.append(f'<text class=x x="{cx}" y="{cy}" transform="rotate(-90 {cx} {cy})">{_x(ylabel)}</text>')
+            out.append(f'<text class=x x={cx} y={cy} transform="rotate(-90 {cx} {cy})">{_x(ylabel)}</text>')
 
     def hline(self, out: list, v: float, title: str) -> None:
         out.append(f'<path class=r d="M{_f(self.x0)} {_f(self.y(v))}h{_f(self.w)}"><title>{_x(title)}</title></path>')
@@ -153,7 +153,7 @@ def rates_svg(v, texts: dict | None = None) -> str:
     ax.lo, ax.hi = min(0.0, min(fin, default=0.0)), (max(1.0, top * 1.1) if top > 1 else min(1.05, max(0.1, top * 1.25)))
     uncounted = any(not g.get("counted", True) for g in groups)
     defs, pat = _patterns(next(_CHARTS), {*_HATCHES[:len(keys)], *(["\\\\"] if uncounted else [])})
-    out = [_open(W, H, defs), f'<text class=t x="{_f(ax.x0 + ax.w / 2)}" y="18">{_x(f"{v.name}: per group")}</text>']
+    out = [_open(W, H, defs), f'<text class=t x={_f(ax.x0 + ax.w / 2)} y=18>{_x(f"{v.name}: per group")}</text>']
     ax.frame(out, "rate (share of the group's rows, 0-1)")
     slot = ax.w / max(1, len(names))
     width = slot * 0.8 / max(1, len(keys))
@@ -167,12 +167,12 @@ def rates_svg(v, texts: dict | None = None) -> str:
             val = _num(g.get(k))
             counted = g.get("counted", True)
             y = ax.y(val if math.isfinite(val) else 0.0)
-            box = f'x="{_f(x)}" y="{_f(y)}" width="{_f(width)}" height="{_f(max(0.0, ax.y(ax.lo) - y))}"'
+            box = f'x={_f(x)} y={_f(y)} width={_f(width)} height={_f(max(0.0, ax.y(ax.lo) - y))}'
             tip = (texts or {}).get((i, k)) or ("-" if not math.isfinite(val) else f"{val:.4g}")
             tip = f"{names[i]}: {word} {tip}" + ("" if counted else " (not counted)")
             over = pat.get(hatch if counted else "\\\\")
             out.append(f'<g><title>{_x(tip)}</title><rect class={"b" if counted else "u"} {box}'
-                       f'{f" fill={chr(34)}{colour}{chr(34)}" if counted else ""}/>'
+                       f'{f" fill={chr(34)}{colour}{chr(34)}" if counted else ""} />'
                        + (f'<rect {box} fill="url(#{over})"/>' if over else "") + "</g>")
             iv = g.get(f"{k}_interval")
             if isinstance(iv, (list, tuple)) and len(iv) == 2 and math.isfinite(val) \
@@ -191,7 +191,7 @@ def rates_svg(v, texts: dict | None = None) -> str:
     for i, s in enumerate(names):
         cx = _f(ax.x0 + slot * (i + 0.5))
         turn = f' transform="rotate(-25 {cx} {ty})"' if rotate else ""
-        out.append(f'<text x="{cx}" y="{ty}"{turn}>{_x(s)}</text>')
+        out.append(f'<text x={cx} y={ty}{turn}>{_x(s)}</text>')
     out.append("</g>")
     _legend(out, legend, ax.x0 + 6, ax.y0 + 6)
     _metric_panel(out, v, ax.x0 + ax.w + gap, ax.y0, W - (ax.x0 + ax.w + gap) - 20, ax.h)
@@ -203,7 +203,7 @@ def _legend(out: list, entries: list, x: float, y: float) -> None:
     if not entries:
         return
     wide = max(_text_width(label(e[2]), 9) for e in entries)
-    out.append(f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(wide + 34)}" height="{_f(14 * len(entries) + 6)}" '
+    out.append(f'<rect x={_f(x)} y={_f(y)} width={_f(wide + 34)} height={_f(14 * len(entries) + 6)} '
                f'fill="#fff" fill-opacity=".8"/>')
     for r, (colour, hatch, text, line) in enumerate(entries):
         yy = y + 4 + 14 * r
@@ -212,11 +212,11 @@ def _legend(out: list, entries: list, x: float, y: float) -> None:
             out.append(f'<path class={cls} d="M{_f(x + 4)} {_f(yy + 5)}h20"{stroke}/>')
         else:
             cls = "u" if colour == "#fff" else "b"
-            out.append(f'<rect class={cls} x="{_f(x + 4)}" y="{_f(yy)}" width="20" height="10"'
-                       f'{"" if cls == "u" else f" fill={chr(34)}{colour}{chr(34)}"}/>')
+            out.append(f'<rect class={cls} x={_f(x + 4)} y={_f(yy)} width=20 height=10'
+                       f'{"" if cls == "u" else f" fill={chr(34)}{colour}{chr(34)}"} />')
             if hatch:
-                out.append(f'<rect x="{_f(x + 4)}" y="{_f(yy)}" width="20" height="10" fill="url(#{hatch})"/>')
-        out.append(f'<text x="{_f(x + 30)}" y="{_f(yy + 9)}">{_x(text)}</text>')
+                out.append(f'<rect x={_f(x + 4)} y={_f(yy)} width=20 height=10 fill="url(#{hatch})"/>')
+        out.append(f'<text x={_f(x + 30)} y={_f(yy + 9)}>{_x(text)}</text>')
 
 
 def _reference_lines(v, keys, groups) -> list[tuple[str, float]]:
@@ -260,12 +260,12 @@ def _metric_panel(out: list, v, x0: float, y0: float, w: float, h: float) -> Non
     pad = (b - a) * 0.08 or max(abs(a) * 0.1, 0.05)
     ax = _Axes(x0, y0, w, h, a - pad, b + pad)
     cx = x0 + w / 2
-    out.append(f'<text class=t x="{_f(cx)}" y="18" fill="{STATUS_COLOUR.get(v.status, "#000")}">{_x(v.status)}</text>')
+    out.append(f'<text class=t x={_f(cx)} y=18 fill="{STATUS_COLOUR.get(v.status, "#000")}">{_x(v.status)}</text>')
     ax.frame(out)
     out.append(f'<path class=k d="{ax.errorbar(cx, float(lo), float(hi), cap=6)}"/>'
-               f'<circle cx="{_f(cx)}" cy="{_f(ax.y(float(v.value)))}" r="4"><title>{_x(d.get("metric", "value"))} '
+               f'<circle cx={_f(cx)} cy={_f(ax.y(float(v.value)))} r=4><title>{_x(d.get("metric", "value"))} '
                f'{_x(_value_text(v))}</title></circle>'
-               f'<text class=m x="{_f(cx)}" y="{_f(y0 + h + 14)}">{_x(d.get("metric", "value"))}</text>')
+               f'<text class=m x={_f(cx)} y={_f(y0 + h + 14)}>{_x(d.get("metric", "value"))}</text>')
     if t is not None:  # its legend under the panel: inside, it crossed the interval
         ax.hline(out, float(t), f"threshold {_spec_number(t)}")
         _legend(out, [(_RED, None, f"threshold {_spec_number(t)}", True)], x0 - 4, y0 + h + 20)
@@ -285,9 +285,9 @@ _LINE_COLOURS = (_BLUE, _ORANGE, _GREEN, _RED, "#CC79A7", "#56B4E9", "#F0E442", 
 def _marker(kind: str, x: float, y: float) -> str:
     x, y = round(x), round(y)
     if kind == "circle":
-        return f'<circle cx="{x}" cy="{y}" r="3"/>'
+        return f'<circle cx={x} cy={y} r=3 />'
     if kind == "square":
-        return f'<rect x="{x - 3}" y="{y - 3}" width="6" height="6"/>'
+        return f'<rect x={x - 3} y={y - 3} width=6 height=6 />'
     if kind == "triangle":
         return f'<path d="M{x} {y - 4}l4 7h-8Z"/>'
     return f'<path d="M{x} {y - 4}l4 4-4 4-4-4Z"/>'
@@ -303,12 +303,12 @@ def reliability_svg(v) -> str:
     W, H = 720.0, 360.0
     ax = _Axes(60, 30, (W - 60 - 70 - 20) * 2.2 / 3.2, 270, 0, 1)
     sx = lambda x: ax.x0 + x * ax.w  # noqa: E731
-    out = [_open(W, H), f'<text class=t x="{_f(ax.x0 + ax.w / 2)}" y="18">{_x(f"{v.name}: reliability per group")}'
+    out = [_open(W, H), f'<text class=t x={_f(ax.x0 + ax.w / 2)} y=18>{_x(f"{v.name}: reliability per group")}'
                         '</text>']
     ax.frame(out, "observed share of label = 1 (0-1)")
-    out.append(f'<g class=x>' + "".join(f'<text x="{_f(sx(t))}" y="{_f(ax.y0 + ax.h + 13)}">{_tick_text(t)}</text>'
+    out.append(f'<g class=x>' + "".join(f'<text x={_f(sx(t))} y={_f(ax.y0 + ax.h + 13)}>{_tick_text(t)}</text>'
                                          for t in _ticks(0, 1))
-               + f'<text x="{_f(ax.x0 + ax.w / 2)}" y="{_f(ax.y0 + ax.h + 28)}">mean score in the bin (probability, '
+               + f'<text x={_f(ax.x0 + ax.w / 2)} y={_f(ax.y0 + ax.h + 28)}>mean score in the bin (probability, '
                  f'0-1)</text></g><path class=d d="M{_f(sx(0))} {_f(ax.y(0))}L{_f(sx(1))} {_f(ax.y(1))}"/>')
     legend = [(_GREY, None, "perfect calibration", "dots")]
     for j, g in enumerate(d["groups"]):
