@@ -143,7 +143,9 @@ def rates_svg(v, texts: dict | None = None) -> str:
     below = 44 + (min(longest, 40) * 6.0 * 0.42 if rotate else 0)   # room for the tick labels
     W = max(720.0, 86.0 * len(names) + 430)
     H = 300 + below
-    left, gap = 60.0, 70.0
+    # a slanted first name reaches left of its bar by ~0.9 of its width: room for it (it ran off the picture)
+    left, gap = (max(60.0, 0.906 * 5.4 * min(longest, 40) - 30) if rotate else 60.0), 70.0
+    W += left - 60
     ax = _Axes(left, 30, (W - left - gap - 20) * 3.2 / 4.2, H - 30 - below, 0, 1)
     # the y range as before (matplotlib's): up to 1.05 for rates, above 1 for a mean benefit
     vals = [_num(g.get(k)) for g in groups for k in keys]
