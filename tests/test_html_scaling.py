@@ -70,3 +70,22 @@ def test_each_bar_carries_the_tables_numbers(tmp_path):
         tips = [html.unescape(t) for t in re.findall(r"<title>([^<]*)</title>", svg)]
         for group, rate, interval in cells:
             assert f"{group}: positive rate {rate.strip()} {interval}" in tips, (group, rate, tips)
+
+
+def test_a_rate_or_bound_that_is_not_a_number_still_gets_its_chart(tmp_path):
+    """A group's rate NaN, an overall rate NaN, an interval or bound with an open end: the chart is drawn
+    (no '(no picture' note), with no 'nan' or 'inf' coordinate."""
+    from fairspec.report.html import render
+
+    nan, inf = float("nan"), float("inf")
+    groups = [{"group": "a", "rows": 10, "positive_rate": nan, "positive_rate_interval": [0, inf], "counted": True},
+              {"group": "b", "rows": 10, "positive_rate": 0.4, "counted": True}]
+    rep = Report(str(tmp_path / "s.fair"), [], verdicts=[
+        Verdict("p", "group_metric", "unknown", value=0.3, bound=(-inf, 0.2), backend="data", reason="r",
+                details={"metric": "statistical_parity", "compare": "to_overall", "groups": groups,
+                         "rates": ["positive_rate"], "overall": {"positive_rate": nan}})])
+    rep.claims = {"p": ("<=", 0.1)}
+    page = render(rep)
+    svg = page[page.index("<svg"):page.index("</svg>")]
+    assert "(no picture" not in page
+    assert not re.search(r"nan|inf", re.sub(r"<title>.*?</title>", "", svg).replace("url(", ""), re.I)

@@ -186,6 +186,8 @@ def rates_svg(v, texts: dict | None = None) -> str:
     if uncounted:
         legend.append(("#fff", pat["\\\\"], "not counted (too small or excluded)", False))
     for name, ref in _reference_lines(v, keys, groups):
+        if not math.isfinite(_num(ref)):  # an overall rate that is not a number: no line to draw
+            continue
         ax.hline(out, ref, name)
         legend.append((_RED, None, name, True))
     # the group names under their bars, slanted when there are more than three
@@ -232,7 +234,7 @@ def _reference_lines(v, keys, groups) -> list[tuple[str, float]]:
     from fairspec.analyses.group_rates import METRICS
 
     mdef = METRICS.get(d.get("metric", ""))
-    vals = [g[keys[0]] for g in groups if g.get(keys[0]) is not None and g.get("counted", True)]
+    vals = [g[keys[0]] for g in groups if math.isfinite(_num(g.get(keys[0]))) and g.get("counted", True)]
     if not vals or mdef is None:
         return []
     hi = max(vals)
@@ -258,6 +260,8 @@ def _metric_panel(out: list, v, x0: float, y0: float, w: float, h: float) -> Non
     if v.value is None or not math.isfinite(_num(v.value)):
         return
     lo, hi = v.bound if v.bound else (v.value, v.value)
+    if not all(math.isfinite(_num(x)) for x in (lo, hi)):  # an open end: the value alone
+        lo = hi = v.value
     pts = [float(x) for x in (v.value, lo, hi, t) if isinstance(x, (int, float)) and math.isfinite(float(x))]
     a, b = min(pts), max(pts)
     pad = (b - a) * 0.08 or max(abs(a) * 0.1, 0.05)
@@ -269,7 +273,7 @@ def _metric_panel(out: list, v, x0: float, y0: float, w: float, h: float) -> Non
                f'<circle cx={_f(cx)} cy={_f(ax.y(float(v.value)))} r=4><title>{_x(d.get("metric", "value"))} '
                f'{_x(_value_text(v))}</title></circle>'
                f'<text class=m x={_f(cx)} y={_f(y0 + h + 14)}>{_x(d.get("metric", "value"))}</text>')
-    if t is not None:  # its legend under the panel: inside, it crossed the interval
+    if t is not None and math.isfinite(_num(t)):  # its legend under the panel: inside, it crossed the interval
         ax.hline(out, float(t), f"threshold {_spec_number(t)}")
         _legend(out, [(_RED, None, f"threshold {_spec_number(t)}", True)], x0 - 4, y0 + h + 20)
 
@@ -316,7 +320,7 @@ def reliability_svg(v) -> str:
     legend = [(_GREY, None, "perfect calibration", "dots")]
     for j, g in enumerate(d["groups"]):
         pts = [(float(b["mean_score"]), float(b["positive_share"])) for b in g.get("reliability", [])
-               if b.get("mean_score") is not None and b.get("positive_share") is not None]
+               if math.isfinite(_num(b.get("mean_score"))) and math.isfinite(_num(b.get("positive_share")))]
         if not pts:
             continue
         colour, marker = _LINE_COLOURS[j % 8], _MARKERS[j % 4]
