@@ -4,9 +4,9 @@ Plots are inlined as SVG: a group metric's charts (one a property) written by ha
 (fairspec.report.svg_charts: ~3 KB each and no layout engine, so 1,000 properties stay a few
 seconds and megabytes), the rarer ones (influence, repair, shares, PBA) drawn by matplotlib.
 Chosen over Vega-Lite (altair) because a static SVG needs no script at view time: the file opens
-offline, with JavaScript off, in a mail client or an archive, prints as vectors at any size, and cannot fail with a console
-error; Vega-Lite would need ~1 MB of JavaScript inlined into every report and renders only
-once that script runs.  matplotlib is imported in fairspec.report.charts only (the `report` extra).
+offline, with JavaScript off, in a mail client or an archive, prints as vectors at any size, and
+cannot fail with a console error; Vega-Lite would need ~1 MB of JavaScript inlined into every
+report and renders only once that script runs.  matplotlib is imported in fairspec.report.charts only (the `report` extra).
 
 The page: a summary of the verdicts, then one ``<section class="property"
 data-property=NAME>`` per property with the picture that fits its kind:
@@ -545,8 +545,8 @@ def _group_metric(v) -> str:
         title += f"; [ ]: {e(_rate_interval_words(d))}"
     if d.get("metric") == "calibration_gap":
         parts.append(_safe_svg(lambda: svg_charts.reliability_svg(v),
-                             "Reliability per group: observed share of label = 1 against the mean score in each "
-                             "score bin; the diagonal is perfect calibration"))
+                               "Reliability per group: observed share of label = 1 against the mean score in each "
+                               "score bin; the diagonal is perfect calibration"))
     elif keys:  # drawn by hand (svg_charts): a matplotlib chart per property cost ~0.2 s and ~22 KB
         parts.append(_safe_svg(lambda: svg_charts.rates_svg(v, texts), _rates_caption(v)))
     else:   # a multiclass or regression metric (class shares, mean prediction, KS): no rate to draw as bars
