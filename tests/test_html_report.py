@@ -277,12 +277,12 @@ def test_labels_are_drawn_as_written_and_bidi_controls_are_escaped(tmp_path):
 
 
 def test_a_chart_that_fails_leaves_its_table(tmp_path, monkeypatch):
-    from fairspec.report import charts
+    from fairspec.report import svg_charts
 
-    def broken(v):
+    def broken(v, texts=None):
         raise RuntimeError("no chart today")
 
-    monkeypatch.setattr(charts, "rates_fig", broken)
+    monkeypatch.setattr(svg_charts, "rates_svg", broken)
     section = _sections(render(_synthetic_report(tmp_path)))["di"]
     assert "(no picture: RuntimeError: no chart today)" in section
     assert "Per group (sex)" in section and "<td>sex=F</td>" in section

@@ -12,20 +12,15 @@ C = 0.1234567
 def test_chart_reference_lines_name_the_threshold_as_written():
     from types import SimpleNamespace
 
-    from fairspec.report.charts import _reference_line
+    from fairspec.report.svg_charts import _reference_lines
 
     labels = []
-
-    class Ax:
-        def axhline(self, y, label, **kw):
-            labels.append(label)
-
     for metric, compare in (("disparate_impact", None), ("statistical_parity", None),
                             ("statistical_parity", "to_overall")):
         v = SimpleNamespace(details={"threshold": C, "metric": metric, "compare": compare,
                                      "overall": {"rate": 0.5}})
-        _reference_line(Ax(), v, ["rate"], [{"rate": 0.5}, {"rate": 0.4}])
-    assert labels and all("0.1234567" in s for s in labels), labels
+        labels += [name for name, _ in _reference_lines(v, ["rate"], [{"rate": 0.5}, {"rate": 0.4}])]
+    assert len(labels) == 4 and all("0.1234567" in s for s in labels), labels
 
 
 def test_search_post_conditions_describe_their_tolerance_and_threshold_as_written():

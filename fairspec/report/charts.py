@@ -15,7 +15,6 @@ import itertools
 
 from fairspec.diagnostics.visible import visible_value
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
-from fairspec.syntax.literals import shown as _shown  # a number on its side of the claim's thresholds
 
 # colour-blind-safe (Okabe-Ito), distinguishable in grey print by the hatches used with them
 _BLUE, _ORANGE, _GREEN, _GREY, _RED = "#0072B2", "#E69F00", "#009E73", "#999999", "#D55E00"
@@ -80,126 +79,6 @@ def compared_keys(v) -> list[str]:
     if not keys:  # over a distribution: Justicia's PPV is the positive rate
         keys = [k for k in ("positive_rate", "ppv") if any(k in g for g in d["groups"])][:1]
     return keys
-
-
-def rates_fig(v):
-    import numpy as np
-
-    d = v.details
-    keys = compared_keys(v)
-    groups = d["groups"]
-    names = [label(g["group"]) for g in groups]
-    fig = _new_figure(max(7.5, 0.9 * len(names) + 4.5), 3.6)
-    ax, ax2 = fig.subplots(1, 2, width_ratios=[3.2, 1])
-    x = np.arange(len(names))
-    width = 0.8 / max(1, len(keys))
-    hatches = ["", "//", "..", "xx"]
-    colours = [_BLUE, _ORANGE, _GREEN, _RED]
-    top = 0.0
-    for j, k in enumerate(keys):
-        vals = np.array([np.nan if g.get(k) is None else g[k] for g in groups], dtype=float)
-        counted = np.array([g.get("counted", True) for g in groups])
-        lo = np.array([g.get(f"{k}_interval", [np.nan, np.nan])[0] for g in groups], dtype=float)
-        hi = np.array([g.get(f"{k}_interval", [np.nan, np.nan])[1] for g in groups], dtype=float)
-        pos = x - 0.4 + width * (j + 0.5)
-        ax.bar(pos[counted], np.nan_to_num(vals[counted]), width, color=colours[j % 4], hatch=hatches[j % 4],
-               edgecolor="black", linewidth=0.5, label=RATE_WORDS.get(k, k) if v.backend == "data" else "positive rate")
-        if (~counted).any():
-            ax.bar(pos[~counted], np.nan_to_num(vals[~counted]), width, color="white", hatch="\\\\",
-                   edgecolor=_GREY, linewidth=0.5, label="not counted (too small or excluded)" if j == 0 else None)
-        ok = ~np.isnan(lo) & ~np.isnan(vals)
-        if ok.any():
-            ax.errorbar(pos[ok], vals[ok], yerr=[vals[ok] - lo[ok], hi[ok] - vals[ok]], fmt="none", ecolor="black",
-                        capsize=3, linewidth=0.9)
-        top = max(top, np.nanmax(np.concatenate([vals, hi])) if np.isfinite(np.nanmax(np.concatenate([vals, hi])))
-                  else 0.0)
-    _reference_line(ax, v, keys, groups)
-    ax.set_xticks(x)
-    ax.set_xticklabels(names, rotation=25 if len(names) > 3 else 0, ha="right" if len(names) > 3 else "center",
-                       fontsize=8)
-    ax.set_ylim(0, max(1.0, top * 1.1) if top > 1 else min(1.05, max(0.1, top * 1.25)))
-    ax.set_ylabel("rate (share of the group's rows, 0-1)")
-    ax.set_title(label(f"{v.name}: per group"), fontsize=10)
-    ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", frameon=False)
-    _metric_panel(ax2, v)
-    return fig
-
-
-def _reference_line(ax, v, keys, groups) -> None:
-    """The threshold in the rates' own units: highest - t (difference), t x highest (ratio),
-    overall +- t (to overall); for the most/least favoured group's rate, t itself."""
-    d = v.details
-    t = d.get("threshold")
-    metric = d.get("metric", "")
-    if t is None or len(keys) != 1:
-        return
-    from fairspec.analyses.group_rates import METRICS
-
-    mdef = METRICS.get(metric)
-    vals = [g[keys[0]] for g in groups if g.get(keys[0]) is not None and g.get("counted", True)]
-    if not vals or mdef is None:
-        return
-    hi = max(vals)
-    overall = (d.get("overall") or {}).get(keys[0])
-    style = dict(color=_RED, linestyle="--", linewidth=1.2)
-    if mdef.form in ("max_rate", "min_rate"):
-        ax.axhline(t, label=f"threshold {_spec_number(t)}", **style)
-    elif d.get("compare") == "to_overall" and overall is not None:
-        if mdef.form == "ratio":
-            ax.axhline(overall * t, label=f"{_spec_number(t)} x overall", **style)
-        else:
-            ax.axhline(overall - t, label=f"overall - {_spec_number(t)}", **style)
-            ax.axhline(overall + t, label=f"overall + {_spec_number(t)}", **style)
-    elif mdef.form == "ratio":
-        ax.axhline(hi * t, label=f"{_spec_number(t)} x highest", **style)
-    elif mdef.form in ("difference", "average"):
-        ax.axhline(hi - t, label=f"highest - {_spec_number(t)}", **style)
-
-
-def _metric_panel(ax, v) -> None:
-    d = v.details
-    t = d.get("threshold")
-    if v.value is None:
-        ax.axis("off")
-        return
-    lo, hi = v.bound if v.bound else (v.value, v.value)
-    ax.errorbar([0], [v.value], yerr=[[v.value - lo], [hi - v.value]], fmt="o", color="black", capsize=5)
-    if t is not None:
-        ax.axhline(t, color=_RED, linestyle="--", linewidth=1.2, label=f"threshold {_spec_number(t)}")
-        ax.legend(fontsize=7, loc="best", frameon=False)
-    ax.set_xticks([0])
-    ax.set_xticklabels([label(d.get("metric", "value"))], fontsize=7)
-    ax.set_xlim(-1, 1)
-    ax.set_title(f"{v.status}", fontsize=10, color=STATUS_COLOUR.get(v.status, "black"))
-    ax.grid(axis="y", alpha=0.3)
-
-
-def reliability_fig(v):
-    d = v.details
-    fig = _new_figure(7.5, 3.8)
-    ax, ax2 = fig.subplots(1, 2, width_ratios=[2.2, 1])
-    ax.plot([0, 1], [0, 1], color=_GREY, linestyle=":", linewidth=1, label="perfect calibration")
-    markers = ["o", "s", "^", "D", "v", "P", "X", "*"]
-    colours = [_BLUE, _ORANGE, _GREEN, _RED, "#CC79A7", "#56B4E9", "#F0E442", "black"]
-    for j, g in enumerate(d["groups"]):
-        pts = [(b["mean_score"], b["positive_share"]) for b in g.get("reliability", []) if b["mean_score"] is not None]
-        if not pts:
-            continue
-        xs, ys = zip(*pts)
-        ece = g.get("ece")
-        ax.plot(xs, ys, marker=markers[j % 8], color=colours[j % 8], linewidth=1, markersize=4,
-                label=label(f"{g['group']} (ECE {_shown(ece, v.thresholds, digits=3, style='f', exact=repr(float(ece)))})"
-                            if ece is not None else g["group"]))
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("mean score in the bin (probability, 0-1)")
-    ax.set_ylabel("observed share of label = 1 (0-1)")
-    ax.set_title(label(f"{v.name}: reliability per group"), fontsize=10)
-    ax.legend(fontsize=7, loc="upper left", frameon=False)
-    ax.grid(alpha=0.3)
-    _metric_panel(ax2, v)
-    return fig
 
 
 def influence_fig(v):

@@ -1,10 +1,12 @@
 """`fairspec check spec.fair --html report.html`: one self-contained HTML report.
 
-Plots come from matplotlib and are inlined as SVG.  Chosen over Vega-Lite (altair) because
-a static SVG needs no script at view time: the file opens offline, with JavaScript off, in a
-mail client or an archive, prints as vectors at any size, and cannot fail with a console
-error; Vega-Lite would need ~1 MB of JavaScript inlined into every report and renders only
-once that script runs.  matplotlib is imported in fairspec.report.charts only (the `report` extra).
+Plots are inlined as SVG: a group metric's charts (one a property) written by hand
+(fairspec.report.svg_charts: ~3 KB each and no layout engine, so 1,000 properties stay a few
+seconds and megabytes), the rarer ones (influence, repair, shares, PBA) drawn by matplotlib.
+Chosen over Vega-Lite (altair) because a static SVG needs no script at view time: the file opens
+offline, with JavaScript off, in a mail client or an archive, prints as vectors at any size, and
+cannot fail with a console error; Vega-Lite would need ~1 MB of JavaScript inlined into every
+report and renders only once that script runs.  matplotlib is imported in fairspec.report.charts only (the `report` extra).
 
 The page: a summary of the verdicts, then one ``<section class="property"
 data-property=NAME>`` per property with the picture that fits its kind:
@@ -35,7 +37,7 @@ from pathlib import Path
 
 from fairspec.diagnostics.visible import visible, visible_value
 from fairspec.report import (bound_texts, cell_text, charts, excluded_texts, group_columns, output_row, pair_texts,
-                             pba_tables, rounds_note, value_text, verdict_notes, worst_pair_text)
+                             pba_tables, rounds_note, svg_charts, value_text, verdict_notes, worst_pair_text)
 from fairspec.syntax import literals
 from fairspec.report.target import ReportWriteError, check_path, html_roots  # noqa: F401 (the command line's names)
 
@@ -90,7 +92,7 @@ def _write(render_text, path, keep: tuple) -> Path:
 
 def render(report) -> str:
     e = _e
-    parts = [_HEAD.format(title=e(f"fairspec report: {Path(report.spec).name}"), css=_CSS)]
+    parts = [_HEAD.format(title=e(f"fairspec report: {Path(report.spec).name}"), css=_CSS + svg_charts.CSS)]
     when = _when([report])
     parts.append(f"<header><h1>fairspec check <code>{e(str(report.spec))}</code></h1>"
                  f"<p class=meta>{when} &middot; exit code {report.exit_code} ({e(_EXIT.get(report.exit_code, 'interrupted'))}) "
@@ -122,7 +124,8 @@ def render_models(reports) -> str:
     per model file (the comparison of candidate models), then each file's report in file order."""
     e = _e
     spec = reports[0][1].spec if reports else ""
-    parts = [_HEAD.format(title=e(f"fairspec report: {Path(spec).name}, {len(reports)} model files"), css=_CSS)]
+    parts = [_HEAD.format(title=e(f"fairspec report: {Path(spec).name}, {len(reports)} model files"),
+                          css=_CSS + svg_charts.CSS)]
     when = _when([r for _, r in reports])
     codes = [r.exit_code for _, r in reports]
     code = next((c for c in (130, 143, 2, 4, 1, 3) if c in codes), 0)
@@ -257,13 +260,18 @@ def _with_interval(row: dict, key: str, thresholds=(), shown: str | None = None)
     """A rate with its interval when the backend gave one: 0.4234 [0.3996, 0.4464]; each number on its side of
     the claim's ``thresholds`` (cell_text, literals.shown); ``shown``: the rate's text when it is one of the
     failing pair's (pair_texts)."""
-    e = _e
-    text = e(shown if shown is not None else cell_text(row.get(key), thresholds))
+    text, iv = _cell_texts(row, key, thresholds, shown)
+    return _e(text) + (f" <span class=interval>{_e(iv)}</span>" if iv else "")
+
+
+def _cell_texts(row: dict, key: str, thresholds=(), shown: str | None = None) -> tuple[str, str | None]:
+    """The rate's text and its interval's ("[0.3996, 0.4464]", outward-rounded), or None: the table's cell and
+    the chart's tooltip for that bar."""
+    text = shown if shown is not None else cell_text(row.get(key), thresholds)
     iv = row.get(f"{key}_interval")
     if isinstance(iv, (list, tuple)) and len(iv) == 2 and all(isinstance(x, (int, float)) for x in iv):
-        text += (f" <span class=interval>[{literals.shown(iv[0], thresholds, end='low')}, "
-                 f"{literals.shown(iv[1], thresholds, end='high')}]</span>")
-    return text
+        return text, f"[{literals.shown(iv[0], thresholds, end='low')}, {literals.shown(iv[1], thresholds, end='high')}]"
+    return text, None
 
 
 _LL144 = {"nyc_ll144": "selection", "nyc_ll144_scoring": "scoring"}
@@ -502,15 +510,6 @@ def _group_metric(v) -> str:
     d = v.details
     e = _e
     parts = []
-    if d.get("metric") == "calibration_gap":
-        parts.append(_figure(lambda: charts.reliability_fig(v),
-                             "Reliability per group: observed share of label = 1 against the mean score in each "
-                             "score bin; the diagonal is perfect calibration"))
-    elif charts.compared_keys(v):
-        parts.append(_figure(lambda: charts.rates_fig(v), _rates_caption(v)))
-    else:   # a multiclass or regression metric (class shares, mean prediction, KS): no rate to draw as bars
-        parts.append("<p class=note>No chart: this metric compares no per-group rate; the table below gives "
-                     "each group's numbers.</p>")
     cols = group_columns(v)
     head = "".join(f"<th>{e(t)}</th>" for _, t in cols)
     counted = any("counted" in r for r in d["groups"])
@@ -520,6 +519,8 @@ def _group_metric(v) -> str:
     # their printed difference or ratio on the claim's side that theirs is (0.2 and 0.30004 against <= 0.1
     # printed 0.2000 and 0.3000 in their cells, a difference of exactly 0.1)
     pair = dict(zip(("lowest", "highest"), pair_texts(v, worst))) if failing else {}
+    keys = charts.compared_keys(v) if d.get("metric") != "calibration_gap" else []
+    texts: dict = {}
     rate_of = {"lowest": worst.get("low_rate"), "highest": worst.get("high_rate")}
     rows = []
     for r in d["groups"]:
@@ -529,6 +530,8 @@ def _group_metric(v) -> str:
         name = _v(str(r["group"])) + (f" <span class=fails>&#x2717; {mark}, fails the claim</span>" if mark else "")
         own = (lambda k, m=mark: pair[m] if m in pair and isinstance(r.get(k), float) and r.get(k) == rate_of[m]
                else None)
+        for k in keys:  # the chart's tooltips: the table's own cells
+            texts[(len(rows), k)] = " ".join(x for x in _cell_texts(r, k, v.thresholds, own(k)) if x)
         rows.append(f"<tr{cls}><td>{name}</td>" + "".join(f"<td class=num>{_with_interval(r, k, v.thresholds, own(k))}"
                                                          "</td>" for k, _ in cols)
                     + (f"<td>{e(flag)}</td>" if counted else "") + "</tr>")
@@ -540,6 +543,15 @@ def _group_metric(v) -> str:
                                                                     if d.get("weight") else "") + ")"
     if v.backend == "data" and any(k.endswith("_interval") for r in d["groups"] for k in r):
         title += f"; [ ]: {e(_rate_interval_words(d))}"
+    if d.get("metric") == "calibration_gap":
+        parts.append(_safe_svg(lambda: svg_charts.reliability_svg(v),
+                               "Reliability per group: observed share of label = 1 against the mean score in each "
+                               "score bin; the diagonal is perfect calibration"))
+    elif keys:  # drawn by hand (svg_charts): a matplotlib chart per property cost ~0.2 s and ~22 KB
+        parts.append(_safe_svg(lambda: svg_charts.rates_svg(v, texts), _rates_caption(v)))
+    else:   # a multiclass or regression metric (class shares, mean prediction, KS): no rate to draw as bars
+        parts.append("<p class=note>No chart: this metric compares no per-group rate; the table below gives "
+                     "each group's numbers.</p>")
     parts.append(f"<h3>{title}</h3><table><thead><tr><th>group</th>{head}"
                  f"{'<th>counted</th>' if counted else ''}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
     if d.get("excluded_groups"):
