@@ -106,3 +106,16 @@ def test_a_frame_of_extension_dtypes_with_nulls_is_read_as_the_pipeline_reads_it
     assert v.status == "holds" and v.details["rows"] == keep.sum(), (v.status, v.reason, v.details.get("rows"))
     assert v.value == pytest.approx(truth, abs=1e-12)
     assert list(tmp_path.iterdir()) == [spec]
+
+
+def test_a_message_about_a_model_given_names_it_once(tmp_path):
+    """FS413 about a torch module passed in memory read "model 'm': the output of the model given for 'm' has 2
+    columns, ..." (the written file's path relabelled after the prefix that already names the model); now the
+    model is named once, as in "model 'm': the output of m.pt has 2 columns" from `fairspec check`."""
+    torch = pytest.importorskip("torch")
+    net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Softmax(dim=1))
+    spec = tmp_path / "s.fair"
+    spec.write_text(SPEC.replace("DECL", 'torch("m.pt")'))
+    rep = fairspec.check(spec, models={"m": net})
+    (d,) = [d for d in rep.diagnostics if d.code == "FS413"]
+    assert d.message.startswith("the output of the model given for 'm' has 2 columns, one per class"), d.message
