@@ -345,6 +345,9 @@ class _Substitutes:
             text = text.replace(path, shown)
             if kind == "model":     # "model 'clf': the model given for 'clf': ..." names it once
                 text = text.replace(f"model {name!r}: {shown}", shown)
+                prefix = f"model {name!r}: "    # "model 'm': the output of the model given for 'm' ...": once
+                if text.startswith(prefix) and shown in text[len(prefix):]:
+                    text = text[len(prefix):]
             else:                   # "data file P column 'w' ...": "column 'w' of the data frame given for 'test' ..."
                 text = re.sub(rf"\b{re.escape(shown)} column ('[^']*'|\"[^\"]*\")", lambda m: f"column {m.group(1)} of {shown}",
                               text)

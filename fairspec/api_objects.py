@@ -70,6 +70,9 @@ def _write_model(obj, decl: _ModelDecl, stem: Path, name: str):
         if fmt in ("xgboost", "lightgbm", "torch") and not _of_library(obj, fmt, mod):
             raise FairspecError(f"model {name!r} is declared {fmt}(...): pass {_LIBRARY_OBJECTS[fmt]} or a file "
                                 f"path, not a {type(obj).__name__}")
+        if fmt in ("xgboost", "lightgbm") and not _fitted(obj):
+            raise FairspecError(f"model {name!r}: the {type(obj).__name__} given is not fitted (call its fit method "
+                                f"on the training data first)")
         if fmt == "xgboost":
             booster, rounds = _xgboost_booster(obj, decl, name)
             path = stem.with_suffix(".json")
@@ -172,6 +175,16 @@ def _of_library(obj, fmt: str, mod: str) -> bool:
     if fmt == "xgboost":
         return mod == "xgboost" or hasattr(obj, "get_booster")
     return mod == "lightgbm" or hasattr(obj, "booster_")
+
+
+def _fitted(obj) -> bool:
+    """Is a scikit-learn style wrapper (XGBClassifier, LGBMClassifier, ...) fitted? Its own
+    ``__sklearn_is_fitted__`` says; a Booster, which has none, is."""
+    is_fitted = getattr(obj, "__sklearn_is_fitted__", None)
+    try:
+        return is_fitted is None or bool(is_fitted())
+    except Exception:  # noqa: BLE001 - the writer's own error then says what is wrong
+        return True
 
 
 def _xgboost_booster(obj, decl: _ModelDecl, name: str):
