@@ -56,6 +56,12 @@ class FeatureChecks:
             for i, c in enumerate(t.categories):
                 if c.value in cats[:i]:
                     self.fail("FS304", f"category '{c.value}' is listed twice", c.span)
+                if c.value != c.value.strip():    # session 37: its rows were dropped (FS410 only), the verdict kept
+                    self.fail("FS441", f"category {c.value!r} of '{fd.name.id}' has spaces around it, and fairspec "
+                                       f"reads every text cell without them: no data row can hold it",
+                              c.span, hint=f"declare {literals.category(c.value.strip())}, and fit the model on the "
+                                           f"text without the spaces, as fairspec reads it (frame[col] = "
+                                           f"frame[col].str.strip())")
             dom = ir.Categorical(tuple(cats))
         bins = None
         if fd.bins is not None:
