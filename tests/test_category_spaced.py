@@ -66,3 +66,17 @@ def test_inner_spaces_and_plain_categories_are_no_error(tmp_path):
     res = pipeline.lint(str(spec))
     assert [d.code for d in res.diagnostics if d.code == "FS441"] == []
     assert not [d for d in res.diagnostics if d.is_error], [(d.code, d.message) for d in res.diagnostics]
+
+
+def test_verdict_says_how_many_rows_were_dropped_outside_the_domain(tmp_path):
+    """The rows outside a declared domain are dropped (README, FS410); the verdict now says how many, in
+    details.rows_outside and the report, as it says rows_missing. Failed before (only a run-wide warning)."""
+    spec = tmp_path / "s.fair"
+    spec.write_text(SPEC.replace('{" x", y, z}', "{x, y, z}").replace("[0, 3]", "[0, 2]"), encoding="utf-8")
+    df = _frame()
+    df["r"] = df["r"].str.strip()
+    rep = fairspec.check(str(spec), models={"m": _model(df)}, data={"d": df})
+    (p,) = rep.to_dict()["properties"]
+    assert p["status"] in ("holds", "violated", "unknown"), p
+    assert p["details"].get("rows_outside") == int((df["a"] == 3).sum()) == 15, p["details"]
+    assert "15 rows outside a declared domain" in str(rep), str(rep)

@@ -409,6 +409,9 @@ def _print_groups(v, console) -> None:
     if d.get("rows_missing"):
         say(console, f"{d['rows_missing']:,} rows with a missing value in a column the spec reads were dropped "
                      f"(in no group and no rate)")
+    if d.get("rows_outside"):
+        say(console, f"{d['rows_outside']:,} rows outside a declared domain of the features were dropped "
+                     f"(in no group and no rate; FS410)")
 
 
 def output_row(v) -> str:

@@ -560,6 +560,9 @@ def _group_metric(v) -> str:
     if d.get("rows_missing"):
         parts.append(f"<p class=note>{d['rows_missing']:,} rows with a missing value in a column the spec reads were "
                      f"dropped (in no group and no rate).</p>")
+    if d.get("rows_outside"):
+        parts.append(f"<p class=note>{d['rows_outside']:,} rows outside a declared domain of the features were "
+                     f"dropped (in no group and no rate; FS410).</p>")
     return "".join(parts)
 
 

@@ -83,6 +83,7 @@ class Context:
         self._encodings: dict[str, ir.Encoding] = {}
         self._fit_stats: dict = {}  # (features, data) -> streamed scaling statistics
         self.warnings: list[str] = []
+        self.rows_outside: dict[tuple[str, str], int] = {}  # (features, data) -> rows dropped: outside a domain
         self.suppressed: list[str] = []  # warnings an ignore comment or --ignore suppressed (counted)
         # warnings about the spec that only check can say (FS427 of a pickle, FS433 / FS435 of rows lint
         # did not read): Diagnostics at the spec's span, as lint's are; the suppressed ones with how
@@ -322,6 +323,7 @@ class Context:
             with _reading(d):
                 rows = _rows_of(fs, d, t)
             self._warn_dropped(data, rows.frame.dropped, rows.frame.examples)
+            self.rows_outside[key] = t.n_rows - rows.frame.n_rows
             if rows.frame.n_rows == 0:
                 raise DataError(f"no row of {d.path} fits the declared domains of {features}", d.path)
             cells = LabelCells.of(self.spec, d)
@@ -355,7 +357,7 @@ class Context:
         fs = self.spec.feature_set(features)
         d = self.spec.data(data)
         t0 = time.perf_counter()
-        total, dropped, examples = 0, {}, {}
+        total, dropped, examples, outside = 0, {}, {}, 0
         cells, held = LabelCells.of(self.spec, d), WhereText(d)
         with _reading(d):  # the consumer's own errors are raised in its frame, not through this one
             for t in columnar.iter_arrow(d, stream=True, batch_rows=size):
@@ -373,10 +375,12 @@ class Context:
                     dropped[f] = dropped.get(f, 0) + k
                     examples[f] = sorted(set(examples.get(f, [])) | set(rows.frame.examples.get(f, [])))[:5]
                 total += rows.frame.n_rows
+                outside += t.n_rows - rows.frame.n_rows
                 cells.add(t, rows.index)
                 if rows.frame.n_rows:
                     yield rows
         self._warn_dropped(data, dropped, examples)
+        self.rows_outside[(features, data)] = outside
         held.check()
         self._judge_cells(cells)
         if total == 0:

@@ -147,12 +147,18 @@ def estimated_holds(prop, claim: str, small: list, min_group_size: int, common: 
                    reason=f"{claim} holds over {over}{note(common.get('details') or {})}", **common)
 
 
-def missing_rows(ctx, data: str) -> dict:
+def missing_rows(ctx, data: str, features: str | None = None) -> dict:
     """``{"rows_missing": N}`` when N rows of the data set were dropped for a missing value in a column
-    the spec reads (README: such a row is dropped, so it is in no group and no rate), else {}."""
+    the spec reads (README: such a row is dropped, so it is in no group and no rate), and
+    ``{"rows_outside": M}`` when M rows were dropped as outside a declared domain of the feature set
+    (lint's FS410; session 37: the verdict did not say it), else {}."""
     table = getattr(ctx, "table", None)
     n = int(getattr(table(data), "n_missing", 0) or 0) if table is not None and data else 0
-    return {"rows_missing": n} if n else {}
+    out = {"rows_missing": n} if n else {}
+    m = int((getattr(ctx, "rows_outside", None) or {}).get((features, data), 0) or 0)
+    if m:
+        out["rows_outside"] = m
+    return out
 
 
 def small_undo_reason(prop, claim: str, small: list, min_group_size: int, status: str, grows: bool) -> str | None:

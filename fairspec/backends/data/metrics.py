@@ -141,7 +141,7 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
         details["min_group_size"] = opts.min_group_size
     if opts.get("weight"):
         details["weight"] = opts.get("weight")
-    details.update(missing_rows(ctx, prop.data))
+    details.update(missing_rows(ctx, prop.data, prop.features))
     if empty:
         details["empty_groups"] = empty
     if c.combinations is not None:  # sparse cells: the groups no row falls in are not listed one by one

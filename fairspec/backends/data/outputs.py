@@ -357,7 +357,7 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
                "min_group_size": opts.min_group_size, "confidence": opts.confidence, "output": mdef.output}
     if mdef.quantity == "loss":
         details["loss"] = loss
-    details.update(missing_rows(ctx, prop.data))
+    details.update(missing_rows(ctx, prop.data, prop.features))
     w1 = np.concatenate(weights) if weights else np.ones(n)
     if wcol:
         details["weight"] = wcol
