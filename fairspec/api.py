@@ -239,6 +239,7 @@ class _Substitutes:
         self.allow: tuple = ()
         self.labels: dict[str, tuple[str, str]] = {}  # a written file -> (kind, name)
         self.rounds: dict[str, dict] = {}  # a model -> the rounds its written file kept (load entry)
+        self.index_names: dict[str, list[str]] = {}  # a data frame -> its index's names (not written)
         self._tmp = None
 
     def __enter__(self):
@@ -271,6 +272,9 @@ class _Substitutes:
                 if kind == "model" and isinstance(path, tuple):   # an XGBoost wrapper's rounds kept
                     path, self.rounds[name] = path
                 self.files[(kind, name)] = path
+                if kind == "data" and not _is_path(obj):
+                    names = getattr(getattr(obj, "index", None), "names", None) or ()
+                    self.index_names[name] = [str(n) for n in names if n is not None]
                 if kind == "model" and decl.fmt == "lightgbm" and not _is_path(obj):
                     # an LGBMClassifier's labels, which its text file does not record (its booster's class 1
                     # is classes_[1]): lint asks which is positive as for a scikit-learn classifier (FS413)
@@ -304,6 +308,13 @@ class _Substitutes:
             hint = self.relabel(x.hint)
             if message != x.message and x.code in _WRITTEN_HINTS and hint == _default_hint(x.code):
                 hint = _WRITTEN_HINTS[x.code]    # "paths are relative to the spec file": not about an object
+            if x.code == "FS207":                # a column that is the frame's index, which is not written
+                for dname, names in self.index_names.items():
+                    n = next((n for n in names if f"no column {n!r}" in message), None)
+                    if n is not None and f"data set {dname!r}" in message:
+                        hint = (f"{n!r} is the index of the data frame given for {dname!r}, and fairspec reads "
+                                f"its columns only: pass frame.reset_index()")
+                        break
             return replace(x, message=message, hint=hint,
                            related=tuple(replace(r, message=self._text(r.message)) for r in x.related))
         if isinstance(x, Verdict):
