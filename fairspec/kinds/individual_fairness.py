@@ -20,6 +20,10 @@ from fairspec import ir
 from fairspec.kinds.pair_ties import decide_at_a_tie, maximum_at_a_tie
 from fairspec.verdict import Unsupported as NotLowered, Verdict, Witness, unknown
 
+# the multiclass posts a model read neither as trees nor as a network decides on a small domain ("value" goes
+# through run_multi's logit rewrite, which tree models skip; certify.enumerate has no "value" post)
+_CLASS_POSTS = ("class", "class_prob", "class_logit")
+
 
 def is_tree_model(ctx, model_name: str) -> bool:
     """Is the loaded model a tree model the tree backends read (without converting it)?"""
@@ -102,7 +106,7 @@ def _small_domain(prop: ir.IndividualFairness, ctx, backend: str, t0: float) -> 
         from fairspec.models.batching import rounds_by_batch
 
         if not getattr(model, "unfolded", False) and not _booster_final(model) and not rounds_by_batch(model) and \
-                prop.post not in ir.MULTI_POSTS:
+                prop.post not in _CLASS_POSTS:
             return None
     from fairspec.kinds.enum_unread import with_not_enumerated
 
@@ -270,7 +274,7 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
         done = run_multi(prop, ctx, progress, backend, sys.modules[__name__])
         if done is not None:
             return done
-    if prop.post in ir.MULTI_POSTS and (small := _small_domain(prop, ctx, backend, t0)) is not None:
+    if prop.post in _CLASS_POSTS and (small := _small_domain(prop, ctx, backend, t0)) is not None:
         # a model neither read as trees nor as a network (a HistGradientBoosting with categorical splits): its own
         # runtime on a small domain (session 37 h5: `unknown` on 8 points before)
         return unread_by_enumeration(prop, small, ctx, backend, getattr(ctx.model(prop.model), "format", None))
