@@ -4,13 +4,16 @@ The rule is evaluated in float64 over the columns first (runtime/evaluate). A co
 within a generous bound of the float rounding (``1e-9`` of the sum of the magnitudes of their terms, which is
 far above the few units in the last place that float64 can be off by) may be decided the wrong way by that
 evaluation (``0.1 * a <= 0.3`` at a = 3: float64 says no); those rows, and only those, are decided again in
-``fractions.Fraction``: each constant the decimal written (its shortest repr), each data value the binary
-float it is (exactly). A row the exact reading cannot decide (a missing value, a division by zero) keeps the
+``fractions.Fraction``: each constant the decimal written (its shortest repr), and each data value the
+decimal its float reads as (its shortest repr: a CSV cell "0.3" is 0.3, as the spec's 0.3 is; reading it as
+its binary float, 0.2999999999999999889, would put it below the spec's 0.3 and turn ``score >= 0.3`` false on
+it). A row the exact reading cannot decide (a missing value, a division by zero) keeps the
 float evaluation's answer.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 from fractions import Fraction
@@ -31,41 +34,80 @@ class _NotExact(Exception):
 
 
 def decide_rule(rule: ir.Expr, lookup, n: int) -> np.ndarray:
-    """The rule's truth per row (bool), float64 away from ties and exact near them."""
-    out = np.asarray(evaluate(rule, lookup, n), dtype=bool).copy()
+    """The rule's truth per row (bool), float64 away from ties and exact near them: each numeric comparison
+    (or numeric set membership) is decided again in Fractions on the rows where it is near a tie (rows
+    with the same values of its own leaves decided once), and the rule is evaluated with those answers."""
+    out = np.asarray(evaluate(rule, lookup, n), dtype=bool)
     if n == 0:
         return out
-    near = near_rows(rule, lookup, n)
-    idx = np.flatnonzero(near)
-    if len(idx):
-        leaves = {}
-        for x in ir.subexpressions(rule):
-            if isinstance(x, (ir.FeatureRef, ir.ColumnRef, ir.ModelOut)) and x not in leaves:
-                v = lookup(x)
-                leaves[x] = v.strings() if isinstance(v, Coded) else np.asarray(v)
-        for i in idx:
-            try:
-                out[i] = _truth(_exact(rule, leaves, int(i)))
-            except (_NotExact, ZeroDivisionError):
-                pass            # no exact reading of this row: the float evaluation's answer stays
-    return out
-
-
-def near_rows(rule: ir.Expr, lookup, n: int) -> np.ndarray:
-    """Rows where some numeric comparison (or numeric set membership) of the rule is within the band."""
-    near = np.zeros(n, dtype=bool)
+    fixed: dict = {}
     for e in ir.subexpressions(rule):
-        if isinstance(e, ir.Cmp):
-            a, b = _num(e.left, lookup, n), _num(e.right, lookup, n)
-            if a is not None and b is not None:
-                near |= _close(a, b)
-        elif isinstance(e, ir.InSet):
-            a = _num(e.item, lookup, n)
-            if a is not None:
-                for v in e.values:
-                    c = _num(ir.Const(v), lookup, n)
-                    if c is not None:
-                        near |= _close(a, c)
+        if isinstance(e, (ir.Cmp, ir.InSet)) and e not in fixed:
+            near = _near(e, lookup, n)
+            if near.any():
+                fixed[e] = _redecide(e, lookup, n, np.flatnonzero(near))
+    if not fixed:
+        return out.copy()
+    names = {e: ir.FeatureRef(f"\0exact{k}") for k, e in enumerate(fixed)}
+    answers = {names[e].feature: v for e, v in fixed.items()}
+
+    def lookup2(e):
+        return answers[e.feature] if isinstance(e, ir.FeatureRef) and e.feature in answers else lookup(e)
+    return np.asarray(evaluate(_substitute(rule, names), lookup2, n), dtype=bool).copy()
+
+
+def _redecide(e: ir.Expr, lookup, n: int, idx: np.ndarray) -> np.ndarray:
+    ans = np.asarray(evaluate(e, lookup, n), dtype=bool).copy()
+    leaves = {}
+    for x in ir.subexpressions(e):
+        if isinstance(x, (ir.FeatureRef, ir.ColumnRef, ir.ModelOut)) and x not in leaves:
+            v = lookup(x)
+            leaves[x] = v.strings() if isinstance(v, Coded) else np.asarray(v)
+    cols = list(leaves.values())
+    seen: dict = {}
+    for i in idx:
+        key = tuple(c[i] for c in cols)
+        if key not in seen:
+            try:
+                seen[key] = bool(_exact(e, leaves, int(i)))
+            except (_NotExact, ZeroDivisionError):
+                seen[key] = None        # no exact reading of this row: the float evaluation's answer stays
+        if seen[key] is not None:
+            ans[i] = seen[key]
+    return ans
+
+
+def _substitute(e: ir.Expr, names: dict) -> ir.Expr:
+    if e in names:
+        return names[e]
+    changes = {}
+    for f in dataclasses.fields(e):
+        v = getattr(e, f.name)
+        if isinstance(v, ir.Expr):
+            w = _substitute(v, names)
+        elif isinstance(v, tuple) and any(isinstance(x, ir.Expr) for x in v):
+            w = tuple(_substitute(x, names) if isinstance(x, ir.Expr) else x for x in v)
+        else:
+            continue
+        if w is not v:
+            changes[f.name] = w
+    return dataclasses.replace(e, **changes) if changes else e
+
+
+def _near(e: ir.Expr, lookup, n: int) -> np.ndarray:
+    """Rows where the numeric comparison (or numeric set membership) ``e`` is within the band of a tie."""
+    near = np.zeros(n, dtype=bool)
+    if isinstance(e, ir.Cmp):
+        a, b = _num(e.left, lookup, n), _num(e.right, lookup, n)
+        if a is not None and b is not None:
+            near |= _close(a, b)
+    elif isinstance(e, ir.InSet):
+        a = _num(e.item, lookup, n)
+        if a is not None:
+            for v in e.values:
+                c = _num(ir.Const(v), lookup, n)
+                if c is not None:
+                    near |= _close(a, c)
     return near
 
 
@@ -122,7 +164,8 @@ def _num(e: ir.Expr, lookup, n: int):
 
 
 def _leaf(x: np.ndarray):
-    return x, np.abs(x), np.isfinite(x)         # a data value is the binary float it is
+    # a whole number is the value its float says; another data value is read as its shortest decimal
+    return x, np.abs(x), _integral(x) & (np.abs(x) < 2.0 ** 53)
 
 
 def _integral(x: np.ndarray) -> np.ndarray:
@@ -143,7 +186,9 @@ def _const(v):
 
 
 def _data(v):
-    """A data value: the binary float it is, exactly."""
+    """A data value: the decimal its float reads as (its shortest repr: the cell a CSV writes, "0.3" for
+    0.3, so that ``score >= 0.3`` holds on it as the spec writes it; a float computed elsewhere reads as
+    the decimal closest to its binary value), exactly."""
     if isinstance(v, (bool, np.bool_)):
         return bool(v)
     if isinstance(v, str):
@@ -153,7 +198,7 @@ def _data(v):
     if isinstance(v, (float, np.floating)):
         if not math.isfinite(float(v)):
             raise _NotExact(v)
-        return Fraction(float(v))
+        return Fraction(repr(float(v)))
     raise _NotExact(v)
 
 
