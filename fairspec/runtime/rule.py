@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 
 from fairspec import ir
-from fairspec.runtime.evaluate import evaluate
 from fairspec.verdict import Unsupported
 
 
@@ -32,7 +31,9 @@ class RuleModel:
                 return values[e.feature]
             raise TypeError(type(e).__name__)
 
-        return evaluate(self.model.rule, lookup, n).astype(np.int64)
+        from fairspec.runtime.exact_rule import decide_rule       # exact rationals near a tie (README)
+
+        return decide_rule(self.model.rule, lookup, n).astype(np.int64)
 
     def describe(self) -> str:
         return f"rule model {self.model.name}"

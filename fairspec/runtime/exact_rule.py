@@ -1,0 +1,253 @@
+"""A rule model's decision per data row, exactly (README: "Rules: exact rational arithmetic").
+
+The rule is evaluated in float64 over the columns first (runtime/evaluate). A comparison whose two sides are
+within a generous bound of the float rounding (``1e-9`` of the sum of the magnitudes of their terms, which is
+far above the few units in the last place that float64 can be off by) may be decided the wrong way by that
+evaluation (``0.1 * a <= 0.3`` at a = 3: float64 says no); those rows, and only those, are decided again in
+``fractions.Fraction``: each constant the decimal written (its shortest repr), and each data value the
+decimal its float reads as (its shortest repr: a CSV cell "0.3" is 0.3, as the spec's 0.3 is; reading it as
+its binary float, 0.2999999999999999889, would put it below the spec's 0.3 and turn ``score >= 0.3`` false on
+it). A row the exact reading cannot decide (a missing value, a division by zero) keeps the
+float evaluation's answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import operator
+from fractions import Fraction
+
+import numpy as np
+
+from fairspec import ir
+from fairspec.runtime.columnar import Coded
+from fairspec.runtime.evaluate import evaluate
+
+REL = 1e-9          # the near-tie band, relative to the terms' magnitudes (float64 errs by ~1e-16 per operation)
+_CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+_ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
+
+
+class _NotExact(Exception):
+    pass
+
+
+def decide_rule(rule: ir.Expr, lookup, n: int) -> np.ndarray:
+    """The rule's truth per row (bool), float64 away from ties and exact near them: each numeric comparison
+    (or numeric set membership) is decided again in Fractions on the rows where it is near a tie (rows
+    with the same values of its own leaves decided once), and the rule is evaluated with those answers."""
+    out = np.asarray(evaluate(rule, lookup, n), dtype=bool)
+    if n == 0:
+        return out
+    fixed: dict = {}
+    for e in ir.subexpressions(rule):
+        if isinstance(e, (ir.Cmp, ir.InSet)) and e not in fixed:
+            near = _near(e, lookup, n)
+            if near.any():
+                fixed[e] = _redecide(e, lookup, n, np.flatnonzero(near))
+    if not fixed:
+        return out.copy()
+    names = {e: ir.FeatureRef(f"\0exact{k}") for k, e in enumerate(fixed)}
+    answers = {names[e].feature: v for e, v in fixed.items()}
+
+    def lookup2(e):
+        return answers[e.feature] if isinstance(e, ir.FeatureRef) and e.feature in answers else lookup(e)
+    return np.asarray(evaluate(_substitute(rule, names), lookup2, n), dtype=bool).copy()
+
+
+def _redecide(e: ir.Expr, lookup, n: int, idx: np.ndarray) -> np.ndarray:
+    ans = np.asarray(evaluate(e, lookup, n), dtype=bool).copy()
+    leaves = {}
+    for x in ir.subexpressions(e):
+        if isinstance(x, (ir.FeatureRef, ir.ColumnRef, ir.ModelOut)) and x not in leaves:
+            v = lookup(x)
+            leaves[x] = v.strings() if isinstance(v, Coded) else np.asarray(v)
+    cols = list(leaves.values())
+    seen: dict = {}
+    for i in idx:
+        key = tuple(c[i] for c in cols)
+        if key not in seen:
+            try:
+                seen[key] = bool(_exact(e, leaves, int(i)))
+            except (_NotExact, ZeroDivisionError):
+                seen[key] = None        # no exact reading of this row: the float evaluation's answer stays
+        if seen[key] is not None:
+            ans[i] = seen[key]
+    return ans
+
+
+def _substitute(e: ir.Expr, names: dict) -> ir.Expr:
+    if e in names:
+        return names[e]
+    changes = {}
+    for f in dataclasses.fields(e):
+        v = getattr(e, f.name)
+        if isinstance(v, ir.Expr):
+            w = _substitute(v, names)
+        elif isinstance(v, tuple) and any(isinstance(x, ir.Expr) for x in v):
+            w = tuple(_substitute(x, names) if isinstance(x, ir.Expr) else x for x in v)
+        else:
+            continue
+        if w is not v:
+            changes[f.name] = w
+    return dataclasses.replace(e, **changes) if changes else e
+
+
+def _near(e: ir.Expr, lookup, n: int) -> np.ndarray:
+    """Rows where the numeric comparison (or numeric set membership) ``e`` is within the band of a tie."""
+    near = np.zeros(n, dtype=bool)
+    if isinstance(e, ir.Cmp):
+        a, b = _num(e.left, lookup, n), _num(e.right, lookup, n)
+        if a is not None and b is not None:
+            near |= _close(a, b)
+    elif isinstance(e, ir.InSet):
+        a = _num(e.item, lookup, n)
+        if a is not None:
+            for v in e.values:
+                c = _num(ir.Const(v), lookup, n)
+                if c is not None:
+                    near |= _close(a, c)
+    return near
+
+
+def _close(a, b) -> np.ndarray:
+    (va, ma, ea), (vb, mb, eb) = a, b
+    with np.errstate(invalid="ignore", over="ignore"):
+        far = np.abs(va - vb) > REL * (ma + mb) + 1e-300
+    return ~far & ~(ea & eb)           # both sides computed without rounding: the float answer is exact
+
+
+def _num(e: ir.Expr, lookup, n: int):
+    """(float value, magnitude bound, the float value is the true one) per row, or None for a non-numeric expression.
+    |true value - float value| <= (a few ulps) * magnitude, wherever the magnitude is finite."""
+    with np.errstate(all="ignore"):
+        if isinstance(e, ir.Const):
+            v = e.value
+            if isinstance(v, (bool, np.bool_)) or isinstance(v, str) or not isinstance(v, (int, float)):
+                return None if isinstance(v, str) else _leaf(np.full(n, float(v)))
+            exact = isinstance(v, int) or (math.isfinite(v) and Fraction(repr(v)) == Fraction(v))
+            return np.full(n, float(v)), np.full(n, abs(float(v))), np.full(n, bool(exact))
+        if isinstance(e, (ir.FeatureRef, ir.ColumnRef, ir.ModelOut)):
+            x = lookup(e)
+            if isinstance(x, Coded):
+                return None
+            x = np.asarray(x)
+            if x.dtype == object or x.dtype.kind in "USO":
+                return None
+            return _leaf(x.astype(float))
+        if isinstance(e, ir.ArithE):
+            a, b = _num(e.left, lookup, n), _num(e.right, lookup, n)
+            if a is None or b is None:
+                return None
+            (va, ma, ea), (vb, mb, eb) = a, b
+            if e.op in ("+", "-"):
+                v = va + vb if e.op == "+" else va - vb
+                m = ma + mb
+                return v, m, ea & eb & _integral(va) & _integral(vb) & (m < 2.0 ** 52)
+            if e.op == "*":
+                v, m = va * vb, ma * mb
+                return v, m, ea & eb & _integral(va) & _integral(vb) & (m < 2.0 ** 52)
+            if e.op == "/":
+                v = va / vb
+                m = 2 * (ma / np.abs(vb) + np.abs(va) * mb / (vb * vb)) + np.abs(v)
+                m = np.where(np.abs(vb) > 1e-6 * mb, m, np.inf)   # a denominator near its own error: always exact
+                return v, m, np.zeros(n, dtype=bool)
+            return None
+        if isinstance(e, ir.AbsE):
+            a = _num(e.arg, lookup, n)
+            return None if a is None else (np.abs(a[0]), a[1], a[2])
+        if isinstance(e, (ir.Cmp, ir.Logic, ir.NotE, ir.InSet)):
+            # a truth read as a number (0 / 1): exact itself once its own comparisons are (they are walked too)
+            return _leaf(np.asarray(evaluate(e, lookup, n), dtype=float))
+    return None
+
+
+def _leaf(x: np.ndarray):
+    # a whole number is the value its float says; another data value is read as its shortest decimal
+    return x, np.abs(x), _integral(x) & (np.abs(x) < 2.0 ** 53)
+
+
+def _integral(x: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(x) & (x == np.floor(x))
+
+
+def _const(v):
+    if isinstance(v, (bool, np.bool_)) or isinstance(v, str):
+        return bool(v) if isinstance(v, np.bool_) else v
+    if isinstance(v, (int, np.integer)):
+        return Fraction(int(v))
+    if isinstance(v, (float, np.floating)):
+        if not math.isfinite(v):
+            raise _NotExact(v)
+        return Fraction(repr(float(v)))     # the decimal as written
+    raise _NotExact(v)
+
+
+def _data(v):
+    """A data value: the decimal its float reads as (its shortest repr: the cell a CSV writes, "0.3" for
+    0.3, so that ``score >= 0.3`` holds on it as the spec writes it; a float computed elsewhere reads as
+    the decimal closest to its binary value), exactly."""
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (int, np.integer)):
+        return Fraction(int(v))
+    if isinstance(v, (float, np.floating)):
+        if not math.isfinite(float(v)):
+            raise _NotExact(v)
+        return Fraction(repr(float(v)))
+    raise _NotExact(v)
+
+
+def _number(x):
+    if isinstance(x, bool):
+        return Fraction(int(x))
+    if isinstance(x, Fraction):
+        return x
+    raise _NotExact(x)
+
+
+def _truth(x) -> bool:
+    if isinstance(x, bool):
+        return x
+    if isinstance(x, Fraction):
+        return x != 0               # as the float evaluation reads a 0/1 column
+    raise _NotExact(x)
+
+
+def _exact(e: ir.Expr, leaves: dict, i: int):
+    if isinstance(e, ir.Const):
+        return _const(e.value)
+    if isinstance(e, (ir.FeatureRef, ir.ColumnRef, ir.ModelOut)):
+        return _data(leaves[e][i])
+    if isinstance(e, ir.Cmp):
+        a, b = _exact(e.left, leaves, i), _exact(e.right, leaves, i)
+        if isinstance(a, str) or isinstance(b, str):
+            if not (isinstance(a, str) and isinstance(b, str)):
+                raise _NotExact(e)
+            return bool(_CMP[e.op](a, b))
+        return bool(_CMP[e.op](_number(a), _number(b)))
+    if isinstance(e, ir.InSet):
+        a = _exact(e.item, leaves, i)
+        hit = False
+        for v in e.values:
+            c = _const(v)
+            if isinstance(a, str) or isinstance(c, str):
+                hit |= isinstance(a, str) and isinstance(c, str) and a == c
+            else:
+                hit |= _number(a) == _number(c)
+        return hit != bool(e.negated)
+    if isinstance(e, ir.Logic):
+        parts = [_truth(_exact(x, leaves, i)) for x in e.args]
+        return all(parts) if e.op == "and" else any(parts)
+    if isinstance(e, ir.NotE):
+        return not _truth(_exact(e.arg, leaves, i))
+    if isinstance(e, ir.ArithE):
+        a, b = _number(_exact(e.left, leaves, i)), _number(_exact(e.right, leaves, i))
+        return _ARITH[e.op](a, b)
+    if isinstance(e, ir.AbsE):
+        return abs(_number(_exact(e.arg, leaves, i)))
+    raise _NotExact(e)
