@@ -30,7 +30,11 @@ class Factor:
         self.U = U                    # (k, width)
         self.cell = cell              # (k,) ints 0..nc-1
         self.nc = int(cell.max()) + 1 if len(cell) else 0
-        self.rep = np.array([int(np.flatnonzero(cell == c)[0]) for c in range(self.nc)], dtype=np.int64)
+        # the first value of each cell (one sort, not a scan per cell: a million cells in a second)
+        _, first = np.unique(cell, return_index=True)
+        self.rep = np.asarray(first, dtype=np.int64).reshape(-1)
+        if len(self.rep) != self.nc:
+            raise ValueError(f"feature {name}: a cell with no value")
         self.size = np.bincount(cell, minlength=self.nc)
         self.intervals = False        # cells given by their two end values (a continuous or wide feature)
 
@@ -181,6 +185,10 @@ def build_factor(enc: ir.Encoding, fs: ir.FeatureSet, c, f: ir.Feature, role: st
         fac = Factor(f.name, role, vals, columns, U, np.zeros(2, dtype=np.int64))
         fac.intervals = True
         return fac
+    if (tests is None or not merge) and len(vals) > MAX_POINTS:
+        # every value its own cell: more cells than one enumeration evaluates (the next planned path decides)
+        return (f"feature {f.name} has {len(vals):,} values, more than the {MAX_POINTS:,} points one enumeration "
+                "evaluates one value at a time")
     columns, U = encode_one(enc, fs, f.name, vals)
     if tests is None or not merge:
         cell = np.arange(len(vals), dtype=np.int64)
@@ -192,10 +200,11 @@ def build_factor(enc: ir.Encoding, fs: ir.FeatureSet, c, f: ir.Feature, role: st
             packed = np.ascontiguousarray(np.packbits(sig, axis=1))
             _, cell = np.unique(packed.view(np.dtype((np.void, packed.shape[1]))).reshape(-1), return_inverse=True)
             cell = np.asarray(cell, dtype=np.int64).reshape(-1)
-            first = {}                        # cells numbered in order of their first value
-            for v in cell:
-                first.setdefault(int(v), len(first))
-            cell = np.array([first[int(v)] for v in cell], dtype=np.int64)
+            # cells numbered in order of their first value
+            _, first = np.unique(cell, return_index=True)
+            order = np.empty(len(first), dtype=np.int64)
+            order[np.argsort(first, kind="stable")] = np.arange(len(first), dtype=np.int64)
+            cell = order[cell]
         else:
             cell = np.zeros(len(vals), dtype=np.int64)
     return Factor(f.name, role, vals, columns, U, cell)
