@@ -87,3 +87,30 @@ def test_a_tree_over_a_million_integers_is_decided_as_brute_force_says(tmp_path,
         if v[name].status == "violated":
             w = v[name].witness
             assert w.features["a"] == w.features_prime["a"] and w.features["g"] != w.features_prime["g"]
+
+
+def test_too_many_outcomes_to_tabulate_fall_to_cells_by_bisection(tmp_path, monkeypatch):
+    """values x tests past MAX_SIGNATURE (a big forest on a wide feature would tabulate gigabytes): the
+    feature's cells are found by bisection on the runtime comparison instead, with the same verdicts."""
+    from fairspec.kinds import tree_cells
+    from fairspec.pipeline import check
+
+    monkeypatch.delenv("FAIRSPEC_ENUMERATE_PAIRS", raising=False)
+    monkeypatch.setattr(tree_cells, "MAX_SIGNATURE", 1)
+    seen = []
+    real = tree_cells._interval_cells
+    monkeypatch.setattr(tree_cells, "_interval_cells", lambda *a: seen.append(a[2].name) or real(*a))
+    est = _tree()
+    rep = check(_spec(tmp_path, est))
+    v = {x.name: x for x in rep.verdicts}
+    assert "a" in seen
+    assert v["lab"].status == "violated" and v["p"].status == "violated", (v["lab"].reason, v["p"].reason)
+    assert v["q"].status == "holds", v["q"].reason
+    for name in ("lab", "p"):
+        w = v[name].witness
+        x0 = np.array([[float(w.features["g"]), w.features["a"]]])
+        x1 = np.array([[float(w.features_prime["g"]), w.features_prime["a"]]])
+        if name == "lab":
+            assert est.predict(x0)[0] != est.predict(x1)[0]
+        else:
+            assert abs(est.predict_proba(x0)[0, 1] - est.predict_proba(x1)[0, 1]) > 0.5

@@ -17,6 +17,7 @@ from fairspec import ir
 
 MAX_POINTS = 400_000        # points evaluated on the library in one enumeration
 MAX_VALUES = 1 << 21          # values of one integer feature split into cells
+MAX_SIGNATURE = 1 << 27       # test outcomes (values x tests) of one feature tabulated at once
 
 
 class Factor:
@@ -167,6 +168,9 @@ def build_factor(enc: ir.Encoding, fs: ir.FeatureSet, c, f: ir.Feature, role: st
     a sentence when it cannot be enumerated."""
     cols = set(range(c.offset, c.offset + c.width))
     vals = feature_values(f)
+    if vals is not None and isinstance(f.domain, ir.IntRange) and tests is not None and merge and \
+            read is not None and cols & read and len(vals) * sum(t.column in cols for t in tests) > MAX_SIGNATURE:
+        vals = None             # too many outcomes to tabulate: the cells by bisection below (or refused)
     if vals is None:
         if not isinstance(f.domain, (ir.RealRange, ir.IntRange)) or role == "over" or read is None:
             return f"feature {f.name} is continuous or too wide to enumerate"
