@@ -17,6 +17,7 @@ from fairspec import ir
 
 MAX_POINTS = 400_000        # points evaluated on the library in one enumeration
 MAX_VALUES = 1 << 21          # values of one integer feature split into cells
+MAX_SIGNATURE = 1 << 27       # test outcomes (values x tests) of one feature tabulated at once
 
 
 class Factor:
@@ -30,7 +31,11 @@ class Factor:
         self.U = U                    # (k, width)
         self.cell = cell              # (k,) ints 0..nc-1
         self.nc = int(cell.max()) + 1 if len(cell) else 0
-        self.rep = np.array([int(np.flatnonzero(cell == c)[0]) for c in range(self.nc)], dtype=np.int64)
+        # the first value of each cell (one sort, not a scan per cell: a million cells in a second)
+        _, first = np.unique(cell, return_index=True)
+        self.rep = np.asarray(first, dtype=np.int64).reshape(-1)
+        if len(self.rep) != self.nc:
+            raise ValueError(f"feature {name}: a cell with no value")
         self.size = np.bincount(cell, minlength=self.nc)
         self.intervals = False        # cells given by their two end values (a continuous or wide feature)
 
@@ -163,6 +168,9 @@ def build_factor(enc: ir.Encoding, fs: ir.FeatureSet, c, f: ir.Feature, role: st
     a sentence when it cannot be enumerated."""
     cols = set(range(c.offset, c.offset + c.width))
     vals = feature_values(f)
+    if vals is not None and isinstance(f.domain, ir.IntRange) and tests is not None and merge and \
+            read is not None and cols & read and len(vals) * sum(t.column in cols for t in tests) > MAX_SIGNATURE:
+        vals = None             # too many outcomes to tabulate: the cells by bisection below (or refused)
     if vals is None:
         if not isinstance(f.domain, (ir.RealRange, ir.IntRange)) or role == "over" or read is None:
             return f"feature {f.name} is continuous or too wide to enumerate"
@@ -181,6 +189,10 @@ def build_factor(enc: ir.Encoding, fs: ir.FeatureSet, c, f: ir.Feature, role: st
         fac = Factor(f.name, role, vals, columns, U, np.zeros(2, dtype=np.int64))
         fac.intervals = True
         return fac
+    if (tests is None or not merge) and len(vals) > MAX_POINTS:
+        # every value its own cell: more cells than one enumeration evaluates (the next planned path decides)
+        return (f"feature {f.name} has {len(vals):,} values, more than the {MAX_POINTS:,} points one enumeration "
+                "evaluates one value at a time")
     columns, U = encode_one(enc, fs, f.name, vals)
     if tests is None or not merge:
         cell = np.arange(len(vals), dtype=np.int64)
@@ -192,10 +204,11 @@ def build_factor(enc: ir.Encoding, fs: ir.FeatureSet, c, f: ir.Feature, role: st
             packed = np.ascontiguousarray(np.packbits(sig, axis=1))
             _, cell = np.unique(packed.view(np.dtype((np.void, packed.shape[1]))).reshape(-1), return_inverse=True)
             cell = np.asarray(cell, dtype=np.int64).reshape(-1)
-            first = {}                        # cells numbered in order of their first value
-            for v in cell:
-                first.setdefault(int(v), len(first))
-            cell = np.array([first[int(v)] for v in cell], dtype=np.int64)
+            # cells numbered in order of their first value
+            _, first = np.unique(cell, return_index=True)
+            order = np.empty(len(first), dtype=np.int64)
+            order[np.argsort(first, kind="stable")] = np.arange(len(first), dtype=np.int64)
+            cell = order[cell]
         else:
             cell = np.zeros(len(vals), dtype=np.int64)
     return Factor(f.name, role, vals, columns, U, cell)
