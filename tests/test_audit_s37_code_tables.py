@@ -12,7 +12,6 @@ input is ``first + step * rank`` in the solver), with the reason saying so."""
 
 from __future__ import annotations
 
-import itertools
 import warnings
 from fractions import Fraction
 
@@ -177,7 +176,7 @@ def test_verdicts_on_a_code_table_agree_with_the_library_over_the_domain(tmp_pat
         props = (f"property lab {{\n{pair}  ensure label(m(x)) == label(m(x'))\n}}\n"
                  f"property le {{\n{pair}  ensure |prob(m(x)) - prob(m(x'))| <= {eps}\n}}\n"
                  + (f"property lt {{\n{pair}  ensure |prob(m(x)) - prob(m(x'))| < {eps}\n}}\n" if top else "") +
-                 f"property kd {{\n  k_discrimination(m, over {{g}}) < 2\n}}\n")
+                 "property kd {\n  k_discrimination(m, over {g}) < 2\n}\n")
         truth = {"lab": not flips, "le": top <= Fraction(eps), "lt": top < Fraction(eps), "kd": clusters < 2}
         sio.dump(est, tmp_path / f"{name}.skops")
         path = tmp_path / f"{name}.fair"

@@ -313,7 +313,7 @@ def reliability_svg(v) -> str:
     out = [_open(W, H), f'<text class=t x={_f(ax.x0 + ax.w / 2)} y=18>{_x(f"{v.name}: reliability per group")}'
                         '</text>']
     ax.frame(out, "observed share of label = 1 (0-1)")
-    out.append(f'<g class=x>' + "".join(f'<text x={_f(sx(t))} y={_f(ax.y0 + ax.h + 13)}>{_tick_text(t)}</text>'
+    out.append('<g class=x>' + "".join(f'<text x={_f(sx(t))} y={_f(ax.y0 + ax.h + 13)}>{_tick_text(t)}</text>'
                                          for t in _ticks(0, 1))
                + f'<text x={_f(ax.x0 + ax.w / 2)} y={_f(ax.y0 + ax.h + 28)}>mean score in the bin (probability, '
                  f'0-1)</text></g><path class=d d="M{_f(sx(0))} {_f(ax.y(0))}L{_f(sx(1))} {_f(ax.y(1))}"/>')

@@ -122,7 +122,7 @@ def _model(rng, shape: str, X: np.ndarray, y: np.ndarray, encs, info: dict, side
     K = int(y.max()) + 1
     seed = int(rng.integers(0, 1000))
     if shape == "hgb-multi":
-        mask, j = [], 0
+        mask = []
         for e in encs:
             mask += [e.kind == "code" and e.feature.kind == "cat"] * e.width
         cat = np.array(mask, dtype=bool)
