@@ -37,23 +37,28 @@ def decide_rule(rule: ir.Expr, lookup, n: int) -> np.ndarray:
     """The rule's truth per row (bool), float64 away from ties and exact near them: each numeric comparison
     (or numeric set membership) is decided again in Fractions on the rows where it is near a tie (rows
     with the same values of its own leaves decided once), and the rule is evaluated with those answers."""
-    out = np.asarray(evaluate(rule, lookup, n), dtype=bool)
-    if n == 0:
-        return out
-    fixed: dict = {}
-    for e in ir.subexpressions(rule):
-        if isinstance(e, (ir.Cmp, ir.InSet)) and e not in fixed:
-            near = _near(e, lookup, n)
-            if near.any():
-                fixed[e] = _redecide(e, lookup, n, np.flatnonzero(near))
-    if not fixed:
-        return out.copy()
-    names = {e: ir.FeatureRef(f"\0exact{k}") for k, e in enumerate(fixed)}
-    answers = {names[e].feature: v for e, v in fixed.items()}
+    return np.asarray(evaluate_exact(rule, lookup, n), dtype=bool).copy()
 
-    def lookup2(e):
-        return answers[e.feature] if isinstance(e, ir.FeatureRef) and e.feature in answers else lookup(e)
-    return np.asarray(evaluate(_substitute(rule, names), lookup2, n), dtype=bool).copy()
+
+def evaluate_exact(e: ir.Expr, lookup, n: int):
+    """``evaluate(e, lookup, n)`` with each numeric comparison inside ``e`` decided as ``decide_rule`` does
+    (a spec predicate on data: a derived group, a data ``where`` / ``label``). Without a near tie it is
+    exactly ``evaluate``'s answer (same values, same type)."""
+    fixed: dict = {}
+    if n:
+        for x in ir.subexpressions(e):
+            if isinstance(x, (ir.Cmp, ir.InSet)) and x not in fixed:
+                near = _near(x, lookup, n)
+                if near.any():
+                    fixed[x] = _redecide(x, lookup, n, np.flatnonzero(near))
+    if not fixed:
+        return evaluate(e, lookup, n)
+    names = {x: ir.FeatureRef(f"\0exact{k}") for k, x in enumerate(fixed)}
+    answers = {names[x].feature: v for x, v in fixed.items()}
+
+    def lookup2(x):
+        return answers[x.feature] if isinstance(x, ir.FeatureRef) and x.feature in answers else lookup(x)
+    return evaluate(_substitute(e, names), lookup2, n)
 
 
 def _redecide(e: ir.Expr, lookup, n: int, idx: np.ndarray) -> np.ndarray:
