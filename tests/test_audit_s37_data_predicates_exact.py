@@ -68,3 +68,50 @@ def test_a_label_is_decided_exactly(tmp_path):
     groups = {x["group"]: x for x in v["details"]["groups"]}
     assert all(x["label_positives"] == 100 for x in groups.values()), groups
     assert all(abs(x["tpr"] - 0.5) < 1e-12 for x in groups.values()), groups
+
+
+FLIP_SPEC = """data d = csv("t.csv", label = y == 1)
+features F from d {
+  a : int in [0, 5]
+  g : {A, B} protected
+}
+model m = sklearn("m.skops")
+encode F for m { a : raw  g : code {A = 0, B = 1} }
+property flips {
+  forall x, x' : F
+  require x.* == x'.* except {g}
+  require 0.1 * x.a > 0.3
+  ensure label(m(x)) == label(m(x'))
+  using data
+}
+"""
+
+
+def test_a_flip_s_pre_condition_is_met_as_written(tmp_path):
+    """A tree whose label follows g only at a = 3: 0.1 * 3 > 0.3 is false as written (0.3 > 0.3), true in float64
+    (0.30000000000000004), so the a = 3 flips are no witness. fairspec said ``violated`` with one; now a flip on
+    data is admitted only where the pre-condition holds both as written and in float64 (README, further
+    conditions: a witness is admitted in both readings)."""
+    import numpy as np
+    import pytest
+
+    sio = pytest.importorskip("skops.io")
+    from sklearn.tree import DecisionTreeClassifier
+
+    from fairspec import api
+
+    a = np.repeat(np.arange(6), 20)
+    g = np.tile([0, 1], 60)
+    y = np.where(a == 3, g, 0)
+    est = DecisionTreeClassifier(random_state=0).fit(np.stack([a, g], 1).astype(float), y)
+    sio.dump(est, tmp_path / "m.skops")
+    rows = ["a,g,y"] + [f"{u},{'AB'[v]},{w}" for u, v, w in zip(a, g, y)]
+    (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "fairspec.toml").write_text("")
+    (tmp_path / "s.fair").write_text(FLIP_SPEC)
+    (v,) = api.check(str(tmp_path / "s.fair")).to_dict()["properties"]
+    assert v["status"] != "violated", v
+    # the same spec admitting a = 3 as written (>=): the flips are found
+    (tmp_path / "s.fair").write_text(FLIP_SPEC.replace("0.1 * x.a > 0.3", "0.1 * x.a >= 0.3"))
+    (v,) = api.check(str(tmp_path / "s.fair")).to_dict()["properties"]
+    assert v["status"] == "violated", v
