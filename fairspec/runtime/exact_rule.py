@@ -29,8 +29,8 @@ _CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.l
 _ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
 
 
-class _NotExact(Exception):
-    pass
+class NotExact(Exception):
+    """The expression has no exact reading (its message says why: kinds/rule_pairs shows it)."""
 
 
 def decide_rule(rule: ir.Expr, lookup, n: int) -> np.ndarray:
@@ -74,8 +74,8 @@ def _redecide(e: ir.Expr, lookup, n: int, idx: np.ndarray) -> np.ndarray:
         key = tuple(c[i] for c in cols)
         if key not in seen:
             try:
-                seen[key] = bool(_exact(e, leaves, int(i)))
-            except (_NotExact, ZeroDivisionError):
+                seen[key] = bool(exact_value(e, lambda x, i=int(i): _data(leaves[x][i])))
+            except (NotExact, ZeroDivisionError):
                 seen[key] = None        # no exact reading of this row: the float evaluation's answer stays
         if seen[key] is not None:
             ans[i] = seen[key]
@@ -185,9 +185,9 @@ def _const(v):
         return Fraction(int(v))
     if isinstance(v, (float, np.floating)):
         if not math.isfinite(v):
-            raise _NotExact(v)
-        return Fraction(repr(float(v)))     # the decimal as written
-    raise _NotExact(v)
+            raise NotExact(f"the rule holds the constant {v!r}")
+        return Fraction(repr(float(v)))     # the decimal as written (its shortest repr)
+    raise NotExact(f"the rule holds a constant of type {type(v).__name__}")
 
 
 def _data(v):
@@ -202,9 +202,9 @@ def _data(v):
         return Fraction(int(v))
     if isinstance(v, (float, np.floating)):
         if not math.isfinite(float(v)):
-            raise _NotExact(v)
+            raise NotExact(v)
         return Fraction(repr(float(v)))
-    raise _NotExact(v)
+    raise NotExact(v)
 
 
 def _number(x):
@@ -212,47 +212,59 @@ def _number(x):
         return Fraction(int(x))
     if isinstance(x, Fraction):
         return x
-    raise _NotExact(x)
+    raise NotExact(f"the rule does arithmetic on {x!r}")
 
 
-def _truth(x) -> bool:
+def truth(x, strict: bool = False) -> bool:
+    """A value read as true or false: a bool; a number as the float evaluation reads a 0/1 column (non-zero),
+    or with ``strict`` only 0 / 1 (a bool feature's value on a point of the domain)."""
     if isinstance(x, bool):
         return x
-    if isinstance(x, Fraction):
-        return x != 0               # as the float evaluation reads a 0/1 column
-    raise _NotExact(x)
+    if isinstance(x, Fraction) and (not strict or x in (0, 1)):
+        return x != 0
+    raise NotExact(f"the rule reads {x!r} as true or false")
 
 
-def _exact(e: ir.Expr, leaves: dict, i: int):
+def exact_value(e: ir.Expr, leaf, strict: bool = False):
+    """The value of ``e`` in exact rationals: each constant the decimal written, each leaf (a feature,
+    column or model output) ``leaf(expr)`` (a Fraction, a bool or a category name). ``strict`` (a rule on
+    a point of its domain, kinds/rule_pairs): category names are only tested for equality and a truth
+    is 0 / 1. Raises NotExact (saying why) where there is no exact reading, ZeroDivisionError on a division
+    by zero. The one exact evaluator of expressions (runtime rows near a tie, rule pairs)."""
+    def ev(x):
+        return exact_value(x, leaf, strict)
     if isinstance(e, ir.Const):
         return _const(e.value)
     if isinstance(e, (ir.FeatureRef, ir.ColumnRef, ir.ModelOut)):
-        return _data(leaves[e][i])
+        return leaf(e)
     if isinstance(e, ir.Cmp):
-        a, b = _exact(e.left, leaves, i), _exact(e.right, leaves, i)
-        if isinstance(a, str) or isinstance(b, str):
-            if not (isinstance(a, str) and isinstance(b, str)):
-                raise _NotExact(e)
+        a, b = ev(e.left), ev(e.right)
+        if isinstance(a, str) != isinstance(b, str):
+            raise NotExact(f"the rule compares {a!r} with {b!r}")
+        if isinstance(a, str):
+            if strict and e.op not in ("==", "!="):
+                raise NotExact(f"the rule orders category names ({e.op})")
             return bool(_CMP[e.op](a, b))
         return bool(_CMP[e.op](_number(a), _number(b)))
     if isinstance(e, ir.InSet):
-        a = _exact(e.item, leaves, i)
+        a = ev(e.item)
         hit = False
-        for v in e.values:
-            c = _const(v)
-            if isinstance(a, str) or isinstance(c, str):
-                hit |= isinstance(a, str) and isinstance(c, str) and a == c
+        for v in [_const(v) for v in e.values]:
+            if isinstance(a, str) or isinstance(v, str):
+                hit |= isinstance(a, str) and isinstance(v, str) and a == v
             else:
-                hit |= _number(a) == _number(c)
+                hit |= _number(a) == _number(v)
         return hit != bool(e.negated)
     if isinstance(e, ir.Logic):
-        parts = [_truth(_exact(x, leaves, i)) for x in e.args]
+        parts = [truth(ev(x), strict) for x in e.args]
         return all(parts) if e.op == "and" else any(parts)
     if isinstance(e, ir.NotE):
-        return not _truth(_exact(e.arg, leaves, i))
+        return not truth(ev(e.arg), strict)
     if isinstance(e, ir.ArithE):
-        a, b = _number(_exact(e.left, leaves, i)), _number(_exact(e.right, leaves, i))
+        a, b = _number(ev(e.left)), _number(ev(e.right))
+        if e.op == "/" and b == 0:
+            raise ZeroDivisionError
         return _ARITH[e.op](a, b)
     if isinstance(e, ir.AbsE):
-        return abs(_number(_exact(e.arg, leaves, i)))
-    raise _NotExact(e)
+        return abs(_number(ev(e.arg)))
+    raise NotExact(f"the rule uses a {type(e).__name__}")
