@@ -120,7 +120,9 @@ def _close(a, b) -> np.ndarray:
     (va, ma, ea), (vb, mb, eb) = a, b
     with np.errstate(invalid="ignore", over="ignore"):
         far = np.abs(va - vb) > REL * (ma + mb) + 1e-300
-    return ~far & ~(ea & eb)           # both sides computed without rounding: the float answer is exact
+    # both sides computed without rounding: the float answer is exact; a side not finite (a missing value, a
+    # division by zero) has no exact reading, and the float answer stays (not a row at a time in Python)
+    return ~far & ~(ea & eb) & np.isfinite(va) & np.isfinite(vb)
 
 
 def _num(e: ir.Expr, lookup, n: int):
