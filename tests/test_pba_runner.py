@@ -385,3 +385,19 @@ def test_points_at_the_domains_ends_are_clipped_as_enumerated(world, tmp_path):
     pts = v.details["points"]
     assert (pts["eligible"], pts["proved"], pts["unknown"]) == (len(el), sum(t[1] for t in el), 0)
     assert "FS410" in [d.code for d in pipeline.check(next(tmp_path.glob("spec_*.fair"))).diagnostics]
+
+
+def test_given_is_decided_as_written(world):
+    """Session 37 (h7): ``given 0.1 * age <= 2.4`` selects the age 24 rows (2.4 <= 2.4 as written); float64 read
+    0.1 * 24 as 2.4000000000000004 and left them out. The test failed before (kinds/pba through
+    runtime/exact_rule)."""
+    res, errors = _spec(world, """
+property sub {
+  pba(net, flip sex, around people, delta {age: 1}, given 0.1 * age <= 2.4) > 0.0
+}""")
+    assert not errors, [e.message for e in errors]
+    ctx = Context(res.spec)
+    vals = ctx.rows("P", "people").frame.values
+    assert (vals["age"] == 24).any()
+    v = pba_runner.run(res.spec.properties[0], ctx)
+    assert v.details["selected"] == int((vals["age"] <= 24).sum()), v.details

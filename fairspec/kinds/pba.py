@@ -202,7 +202,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     from fairspec.backends.pba import CaseSet, aggregate, analyse, write_chart
     from fairspec.models.network import UnsupportedModel
     from fairspec.runtime.encoding import decode_row, encode
-    from fairspec.runtime.evaluate import evaluate
+    from fairspec.runtime.exact_rule import decide_rule   # given: its comparisons as written near a tie
 
     spec = ctx.spec
     fs = spec.feature_set(prop.features)
@@ -217,7 +217,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     values, n = rows.frame.values, rows.frame.n_rows
     keep = np.ones(n, dtype=bool)
     if prop.given is not None:
-        keep &= evaluate(prop.given, lambda e: values[e.feature], n).astype(bool)
+        keep &= decide_rule(prop.given, lambda e: values[e.feature], n)
     if not keep.any():
         raise Unsupported(f"empty point selection: no row of {prop.around} satisfies the given condition "
                        f"({n} rows read)", {"rows": int(n), "selected": 0})

@@ -14,87 +14,31 @@ verdict is ``unknown`` saying what would decide it. Only the ``label`` post: a r
 from __future__ import annotations
 
 import math
-import operator
 import time
 from fractions import Fraction
 
 import numpy as np
 
 from fairspec import ir
+from fairspec.runtime.exact_rule import NotExact, exact_value, truth
 from fairspec.verdict import Verdict, Witness, unknown
 
 BACKEND = "enumerate"
 MAX_RULE_POINTS = 200_000          # points of the rule's own features, each evaluated in Fractions
-_CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
-_ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
-
-
-class _NotExact(Exception):
-    pass
-
-
-def _const(v):
-    if isinstance(v, bool) or isinstance(v, str):
-        return v
-    if isinstance(v, int):
-        return Fraction(v)
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            raise _NotExact(f"the rule holds the constant {v!r}")
-        return Fraction(repr(v))            # the decimal as written (its shortest repr)
-    raise _NotExact(f"the rule holds a constant of type {type(v).__name__}")
-
-
-def _number(x):
-    if isinstance(x, bool):
-        return Fraction(int(x))
-    if isinstance(x, Fraction):
-        return x
-    raise _NotExact(f"the rule does arithmetic on {x!r}")
 
 
 def exact_rule(expr: ir.Expr, env: dict):
-    """The rule's value at one point (``env``: feature -> Fraction), exactly."""
-    if isinstance(expr, ir.Const):
-        return _const(expr.value)
-    if isinstance(expr, ir.FeatureRef):
-        return env[expr.feature]
-    if isinstance(expr, ir.Cmp):
-        a, b = exact_rule(expr.left, env), exact_rule(expr.right, env)
-        if isinstance(a, str) != isinstance(b, str):
-            raise _NotExact(f"the rule compares {a!r} with {b!r}")
-        if isinstance(a, str):
-            if expr.op not in ("==", "!="):
-                raise _NotExact(f"the rule orders category names ({expr.op})")
-            return _CMP[expr.op](a, b)
-        return bool(_CMP[expr.op](_number(a), _number(b)))
-    if isinstance(expr, ir.InSet):
-        a = exact_rule(expr.item, env)
-        vals = [_const(v) for v in expr.values]
-        hit = any((isinstance(v, str) == isinstance(a, str)) and
-                  (v == a if isinstance(a, str) else _number(v) == _number(a)) for v in vals)
-        return hit != bool(expr.negated)
-    if isinstance(expr, ir.Logic):
-        parts = [_truth(exact_rule(x, env)) for x in expr.args]
-        return all(parts) if expr.op == "and" else any(parts)
-    if isinstance(expr, ir.NotE):
-        return not _truth(exact_rule(expr.arg, env))
-    if isinstance(expr, ir.ArithE):
-        a, b = _number(exact_rule(expr.left, env)), _number(exact_rule(expr.right, env))
-        if expr.op == "/" and b == 0:
-            raise ZeroDivisionError
-        return _ARITH[expr.op](a, b)
-    if isinstance(expr, ir.AbsE):
-        return abs(_number(exact_rule(expr.arg, env)))
-    raise _NotExact(f"the rule uses a {type(expr).__name__}")
+    """The rule's value at one point (``env``: feature -> Fraction), exactly (runtime/exact_rule's evaluator,
+    strict: category names only tested for equality, a truth 0 / 1)."""
+    def leaf(x):
+        if not isinstance(x, ir.FeatureRef):
+            raise NotExact(f"the rule uses a {type(x).__name__}")
+        return env[x.feature]
+    return exact_value(expr, leaf, strict=True)
 
 
 def _truth(x) -> bool:
-    if isinstance(x, bool):
-        return x
-    if isinstance(x, Fraction) and x in (0, 1):      # a bool feature's value
-        return bool(x)
-    raise _NotExact(f"the rule reads {x!r} as true or false")
+    return truth(x, strict=True)
 
 
 def _rule_features(rule: ir.Expr) -> list[str]:
@@ -182,7 +126,7 @@ def run(prop: ir.IndividualFairness, ctx, progress=None) -> Verdict:
                 return no(f"the timeout ({budget:g}s) expired evaluating the rule on {k:,} of its {R:,} points")
             env = {n: _env_value(rgrid[n][k]) for n in read}
             decision[k] = 1 if _truth(exact_rule(m.rule, env)) else 0
-    except _NotExact as e:
+    except NotExact as e:
         return no(f"{what}, the rule read exactly; {e}")
     except ZeroDivisionError:
         env_s = ", ".join(f"{n} = {_shown(fs.get(n), rgrid[n][k])}" for n in read)

@@ -12,7 +12,7 @@ import numpy as np
 from fairspec import ir
 from fairspec.runtime import encoding as enc_mod, job_clock
 from fairspec.runtime.data import DataError, Table
-from fairspec.runtime.evaluate import evaluate
+from fairspec.runtime.exact_rule import evaluate_exact  # a where / label: comparisons exact near a tie
 from fairspec.runtime.label_text import LabelCells, WhereText, compared_text, nan_as_number, text_as_number
 from fairspec.runtime.frame import Frame, build_frame
 
@@ -299,7 +299,7 @@ class Context:
                         raise bad
                     if (bad := nan_as_number(d, "where", d.where, t)) is not None:
                         raise bad
-                    keep = evaluate(d.where, _lookup(t, d.where), t.n_rows)
+                    keep = evaluate_exact(d.where, _lookup(t, d.where), t.n_rows)
                     t = t.subset(keep)
             if t.n_rows == 0:
                 from fairspec.runtime.data import empty_column, parquet_empty
@@ -367,7 +367,7 @@ class Context:
                         raise bad
                     if (bad := nan_as_number(d, "where", d.where, t)) is not None:
                         raise bad
-                    t = t.subset(evaluate(d.where, _lookup(t, d.where), t.n_rows))
+                    t = t.subset(evaluate_exact(d.where, _lookup(t, d.where), t.n_rows))
                 if t.n_rows == 0:
                     continue
                 rows = _rows_of(fs, d, t)
@@ -468,7 +468,7 @@ def _rows_of(fs: ir.FeatureSet, d: ir.Data, t: Table) -> Rows:
             raise bad
         if (bad := nan_as_number(d, "label", d.label, t, ok)) is not None:
             raise bad
-        labels = evaluate(d.label, _lookup(t, d.label), t.n_rows)[ok]
+        labels = evaluate_exact(d.label, _lookup(t, d.label), t.n_rows)[ok]
     return Rows(frame, labels, t, np.flatnonzero(ok))
 
 

@@ -29,31 +29,36 @@ _CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.l
 _ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
 
 
-class _NotExact(Exception):
-    pass
+class NotExact(Exception):
+    """The expression has no exact reading (its message says why: kinds/rule_pairs shows it)."""
 
 
 def decide_rule(rule: ir.Expr, lookup, n: int) -> np.ndarray:
     """The rule's truth per row (bool), float64 away from ties and exact near them: each numeric comparison
     (or numeric set membership) is decided again in Fractions on the rows where it is near a tie (rows
     with the same values of its own leaves decided once), and the rule is evaluated with those answers."""
-    out = np.asarray(evaluate(rule, lookup, n), dtype=bool)
-    if n == 0:
-        return out
-    fixed: dict = {}
-    for e in ir.subexpressions(rule):
-        if isinstance(e, (ir.Cmp, ir.InSet)) and e not in fixed:
-            near = _near(e, lookup, n)
-            if near.any():
-                fixed[e] = _redecide(e, lookup, n, np.flatnonzero(near))
-    if not fixed:
-        return out.copy()
-    names = {e: ir.FeatureRef(f"\0exact{k}") for k, e in enumerate(fixed)}
-    answers = {names[e].feature: v for e, v in fixed.items()}
+    return np.asarray(evaluate_exact(rule, lookup, n), dtype=bool).copy()
 
-    def lookup2(e):
-        return answers[e.feature] if isinstance(e, ir.FeatureRef) and e.feature in answers else lookup(e)
-    return np.asarray(evaluate(_substitute(rule, names), lookup2, n), dtype=bool).copy()
+
+def evaluate_exact(e: ir.Expr, lookup, n: int):
+    """``evaluate(e, lookup, n)`` with each numeric comparison inside ``e`` decided as ``decide_rule`` does
+    (a spec predicate on data: a derived group, a data ``where`` / ``label``). Without a near tie it is
+    exactly ``evaluate``'s answer (same values, same type)."""
+    fixed: dict = {}
+    if n:
+        for x in ir.subexpressions(e):
+            if isinstance(x, (ir.Cmp, ir.InSet)) and x not in fixed:
+                near = _near(x, lookup, n)
+                if near.any():
+                    fixed[x] = _redecide(x, lookup, n, np.flatnonzero(near))
+    if not fixed:
+        return evaluate(e, lookup, n)
+    names = {x: ir.FeatureRef(f"\0exact{k}") for k, x in enumerate(fixed)}
+    answers = {names[x].feature: v for x, v in fixed.items()}
+
+    def lookup2(x):
+        return answers[x.feature] if isinstance(x, ir.FeatureRef) and x.feature in answers else lookup(x)
+    return evaluate(_substitute(e, names), lookup2, n)
 
 
 def _redecide(e: ir.Expr, lookup, n: int, idx: np.ndarray) -> np.ndarray:
@@ -69,8 +74,8 @@ def _redecide(e: ir.Expr, lookup, n: int, idx: np.ndarray) -> np.ndarray:
         key = tuple(c[i] for c in cols)
         if key not in seen:
             try:
-                seen[key] = bool(_exact(e, leaves, int(i)))
-            except (_NotExact, ZeroDivisionError):
+                seen[key] = bool(exact_value(e, lambda x, i=int(i): _data(leaves[x][i])))
+            except (NotExact, ZeroDivisionError):
                 seen[key] = None        # no exact reading of this row: the float evaluation's answer stays
         if seen[key] is not None:
             ans[i] = seen[key]
@@ -115,7 +120,9 @@ def _close(a, b) -> np.ndarray:
     (va, ma, ea), (vb, mb, eb) = a, b
     with np.errstate(invalid="ignore", over="ignore"):
         far = np.abs(va - vb) > REL * (ma + mb) + 1e-300
-    return ~far & ~(ea & eb)           # both sides computed without rounding: the float answer is exact
+    # both sides computed without rounding: the float answer is exact; a side not finite (a missing value, a
+    # division by zero) has no exact reading, and the float answer stays (not a row at a time in Python)
+    return ~far & ~(ea & eb) & np.isfinite(va) & np.isfinite(vb)
 
 
 def _num(e: ir.Expr, lookup, n: int):
@@ -180,9 +187,9 @@ def _const(v):
         return Fraction(int(v))
     if isinstance(v, (float, np.floating)):
         if not math.isfinite(v):
-            raise _NotExact(v)
-        return Fraction(repr(float(v)))     # the decimal as written
-    raise _NotExact(v)
+            raise NotExact(f"the rule holds the constant {v!r}")
+        return Fraction(repr(float(v)))     # the decimal as written (its shortest repr)
+    raise NotExact(f"the rule holds a constant of type {type(v).__name__}")
 
 
 def _data(v):
@@ -197,9 +204,9 @@ def _data(v):
         return Fraction(int(v))
     if isinstance(v, (float, np.floating)):
         if not math.isfinite(float(v)):
-            raise _NotExact(v)
+            raise NotExact(v)
         return Fraction(repr(float(v)))
-    raise _NotExact(v)
+    raise NotExact(v)
 
 
 def _number(x):
@@ -207,47 +214,59 @@ def _number(x):
         return Fraction(int(x))
     if isinstance(x, Fraction):
         return x
-    raise _NotExact(x)
+    raise NotExact(f"the rule does arithmetic on {x!r}")
 
 
-def _truth(x) -> bool:
+def truth(x, strict: bool = False) -> bool:
+    """A value read as true or false: a bool; a number as the float evaluation reads a 0/1 column (non-zero),
+    or with ``strict`` only 0 / 1 (a bool feature's value on a point of the domain)."""
     if isinstance(x, bool):
         return x
-    if isinstance(x, Fraction):
-        return x != 0               # as the float evaluation reads a 0/1 column
-    raise _NotExact(x)
+    if isinstance(x, Fraction) and (not strict or x in (0, 1)):
+        return x != 0
+    raise NotExact(f"the rule reads {x!r} as true or false")
 
 
-def _exact(e: ir.Expr, leaves: dict, i: int):
+def exact_value(e: ir.Expr, leaf, strict: bool = False):
+    """The value of ``e`` in exact rationals: each constant the decimal written, each leaf (a feature,
+    column or model output) ``leaf(expr)`` (a Fraction, a bool or a category name). ``strict`` (a rule on
+    a point of its domain, kinds/rule_pairs): category names are only tested for equality and a truth
+    is 0 / 1. Raises NotExact (saying why) where there is no exact reading, ZeroDivisionError on a division
+    by zero. The one exact evaluator of expressions (runtime rows near a tie, rule pairs)."""
+    def ev(x):
+        return exact_value(x, leaf, strict)
     if isinstance(e, ir.Const):
         return _const(e.value)
     if isinstance(e, (ir.FeatureRef, ir.ColumnRef, ir.ModelOut)):
-        return _data(leaves[e][i])
+        return leaf(e)
     if isinstance(e, ir.Cmp):
-        a, b = _exact(e.left, leaves, i), _exact(e.right, leaves, i)
-        if isinstance(a, str) or isinstance(b, str):
-            if not (isinstance(a, str) and isinstance(b, str)):
-                raise _NotExact(e)
+        a, b = ev(e.left), ev(e.right)
+        if isinstance(a, str) != isinstance(b, str):
+            raise NotExact(f"the rule compares {a!r} with {b!r}")
+        if isinstance(a, str):
+            if strict and e.op not in ("==", "!="):
+                raise NotExact(f"the rule orders category names ({e.op})")
             return bool(_CMP[e.op](a, b))
         return bool(_CMP[e.op](_number(a), _number(b)))
     if isinstance(e, ir.InSet):
-        a = _exact(e.item, leaves, i)
+        a = ev(e.item)
         hit = False
-        for v in e.values:
-            c = _const(v)
-            if isinstance(a, str) or isinstance(c, str):
-                hit |= isinstance(a, str) and isinstance(c, str) and a == c
+        for v in [_const(v) for v in e.values]:
+            if isinstance(a, str) or isinstance(v, str):
+                hit |= isinstance(a, str) and isinstance(v, str) and a == v
             else:
-                hit |= _number(a) == _number(c)
+                hit |= _number(a) == _number(v)
         return hit != bool(e.negated)
     if isinstance(e, ir.Logic):
-        parts = [_truth(_exact(x, leaves, i)) for x in e.args]
+        parts = [truth(ev(x), strict) for x in e.args]
         return all(parts) if e.op == "and" else any(parts)
     if isinstance(e, ir.NotE):
-        return not _truth(_exact(e.arg, leaves, i))
+        return not truth(ev(e.arg), strict)
     if isinstance(e, ir.ArithE):
-        a, b = _number(_exact(e.left, leaves, i)), _number(_exact(e.right, leaves, i))
+        a, b = _number(ev(e.left)), _number(ev(e.right))
+        if e.op == "/" and b == 0:
+            raise ZeroDivisionError
         return _ARITH[e.op](a, b)
     if isinstance(e, ir.AbsE):
-        return abs(_number(_exact(e.arg, leaves, i)))
-    raise _NotExact(e)
+        return abs(_number(ev(e.arg)))
+    raise NotExact(f"the rule uses a {type(e).__name__}")

@@ -20,6 +20,7 @@ import numpy as np
 from fairspec import ir
 from fairspec.runtime.encoding import decode_row, encode
 from fairspec.runtime.evaluate import evaluate
+from fairspec.runtime.exact_rule import decide_rule
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 from fairspec.verdict import Unsupported, Verdict, Witness, unknown
 
@@ -155,7 +156,9 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
             vals2[name] = np.full(n, v)
         mask = differs
         for pre in prop.pre:
-            mask &= evaluate(pre, lookup_pair(vals2), n).astype(bool)
+            # a witness meets the pre-condition in both readings (README, further conditions): in float64 and
+            # as written (exact near a tie: 0.1 * x.a > 0.3 is false at a = 3, true in float64)
+            mask &= evaluate(pre, lookup_pair(vals2), n).astype(bool) & decide_rule(pre, lookup_pair(vals2), n)
         if mask.any():
             pairs += int(mask.sum())
             X2 = encode(enc, vals2, n)

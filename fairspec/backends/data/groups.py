@@ -13,7 +13,7 @@ import numpy as np
 
 from fairspec.syntax.literals import percent as _level  # a confidence level as the spec writes it
 from fairspec import ir
-from fairspec.runtime.evaluate import evaluate
+from fairspec.runtime.exact_rule import decide_rule  # a derived group's comparisons decided exactly near a tie
 from fairspec.syntax.literals import interval as _interval
 from fairspec.verdict import Verdict
 
@@ -37,7 +37,7 @@ def _atom_codes(atom: ir.GroupAtom, values: dict, n: int) -> np.ndarray:
 
     def lookup(e):
         return values[e.feature]
-    return evaluate(atom.predicate, lookup, n).astype(np.int64)
+    return decide_rule(atom.predicate, lookup, n).astype(np.int64)
 
 
 def assign(groups: ir.Groups, fs: ir.FeatureSet, values: dict, n: int) -> tuple[np.ndarray, list[str]]:
