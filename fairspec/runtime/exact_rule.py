@@ -7,8 +7,10 @@ evaluation (``0.1 * a <= 0.3`` at a = 3: float64 says no); those rows, and only 
 ``fractions.Fraction``: each constant the decimal written (its shortest repr), and each data value the
 decimal its float reads as (its shortest repr: a CSV cell "0.3" is 0.3, as the spec's 0.3 is; reading it as
 its binary float, 0.2999999999999999889, would put it below the spec's 0.3 and turn ``score >= 0.3`` false on
-it). A row the exact reading cannot decide (a missing value, a division by zero) keeps the
-float evaluation's answer.
+it). A row the exact reading cannot decide (a missing value) keeps the float evaluation's answer; a rule
+model dividing by zero on a row decides nothing there (:func:`decide_rule` refuses, as kinds/rule_pairs does).
+Magnitudes below ``TINY`` (subnormal floats, products that underflow) carry an absolute error the relative band
+cannot bound: such rows are always decided again.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from fairspec import ir
 from fairspec.runtime.columnar import Coded
 from fairspec.runtime.evaluate import evaluate
 
+TINY = 1e-290       # below it float64 is off by an absolute amount (subnormals), not a relative one
 REL = 1e-9          # the near-tie band, relative to the terms' magnitudes (float64 errs by ~1e-16 per operation)
 _CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 _ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
@@ -37,20 +40,31 @@ def decide_rule(rule: ir.Expr, lookup, n: int) -> np.ndarray:
     """The rule's truth per row (bool), float64 away from ties and exact near them: each numeric comparison
     (or numeric set membership) is decided again in Fractions on the rows where it is near a tie (rows
     with the same values of its own leaves decided once), and the rule is evaluated with those answers."""
-    return np.asarray(evaluate_exact(rule, lookup, n), dtype=bool).copy()
+    zero: list = []
+    out = np.asarray(evaluate_exact(rule, lookup, n, zero), dtype=bool).copy()
+    for x in ir.subexpressions(rule) if n else ():
+        if isinstance(x, ir.ArithE) and x.op == "/" and (b := _num(x.right, lookup, n)) is not None:
+            zero.extend(np.flatnonzero(b[0] == 0)[:1].tolist())     # a float denominator of exactly 0
+    if zero:
+        from fairspec.verdict import Unsupported
+
+        raise Unsupported(f"the rule divides by zero on data row {min(zero) + 1}: it decides nothing there "
+                          f"(guarding it with `and` does not help: every part of a rule is read)")
+    return out
 
 
-def evaluate_exact(e: ir.Expr, lookup, n: int):
+def evaluate_exact(e: ir.Expr, lookup, n: int, zero: list | None = None):
     """``evaluate(e, lookup, n)`` with each numeric comparison inside ``e`` decided as ``decide_rule`` does
     (a spec predicate on data: a derived group, a data ``where`` / ``label``). Without a near tie it is
-    exactly ``evaluate``'s answer (same values, same type)."""
+    exactly ``evaluate``'s answer (same values, same type). ``zero``: a list that receives the rows whose
+    exact reading divides by zero (else those rows keep the float answer)."""
     fixed: dict = {}
     if n:
         for x in ir.subexpressions(e):
             if isinstance(x, (ir.Cmp, ir.InSet)) and x not in fixed:
                 near = _near(x, lookup, n)
                 if near.any():
-                    fixed[x] = _redecide(x, lookup, n, np.flatnonzero(near))
+                    fixed[x] = _redecide(x, lookup, n, np.flatnonzero(near), zero)
     if not fixed:
         return evaluate(e, lookup, n)
     names = {x: ir.FeatureRef(f"\0exact{k}") for k, x in enumerate(fixed)}
@@ -61,7 +75,7 @@ def evaluate_exact(e: ir.Expr, lookup, n: int):
     return evaluate(_substitute(e, names), lookup2, n)
 
 
-def _redecide(e: ir.Expr, lookup, n: int, idx: np.ndarray) -> np.ndarray:
+def _redecide(e: ir.Expr, lookup, n: int, idx: np.ndarray, zero: list | None = None) -> np.ndarray:
     ans = np.asarray(evaluate(e, lookup, n), dtype=bool).copy()
     leaves = {}
     for x in ir.subexpressions(e):
@@ -75,7 +89,11 @@ def _redecide(e: ir.Expr, lookup, n: int, idx: np.ndarray) -> np.ndarray:
         if key not in seen:
             try:
                 seen[key] = bool(exact_value(e, lambda x, i=int(i): _data(leaves[x][i])))
-            except (NotExact, ZeroDivisionError):
+            except ZeroDivisionError:
+                if zero is not None:
+                    zero.append(int(i))
+                seen[key] = None
+            except NotExact:
                 seen[key] = None        # no exact reading of this row: the float evaluation's answer stays
         if seen[key] is not None:
             ans[i] = seen[key]
@@ -153,12 +171,13 @@ def _num(e: ir.Expr, lookup, n: int):
                 m = ma + mb
                 return v, m, ea & eb & _integral(va) & _integral(vb) & (m < 2.0 ** 52)
             if e.op == "*":
-                v, m = va * vb, ma * mb
+                v, m = va * vb, _tiny(ma * mb, ma, mb)
                 return v, m, ea & eb & _integral(va) & _integral(vb) & (m < 2.0 ** 52)
             if e.op == "/":
                 v = va / vb
                 m = 2 * (ma / np.abs(vb) + np.abs(va) * mb / (vb * vb)) + np.abs(v)
                 m = np.where(np.abs(vb) > 1e-6 * mb, m, np.inf)   # a denominator near its own error: always exact
+                m = _tiny(m, ma, ma)
                 return v, m, np.zeros(n, dtype=bool)
             return None
         if isinstance(e, ir.AbsE):
@@ -172,7 +191,15 @@ def _num(e: ir.Expr, lookup, n: int):
 
 def _leaf(x: np.ndarray):
     # a whole number is the value its float says; another data value is read as its shortest decimal
-    return x, np.abs(x), _integral(x) & (np.abs(x) < 2.0 ** 53)
+    return x, _tiny(np.abs(x), np.abs(x), np.abs(x)), _integral(x) & (np.abs(x) < 2.0 ** 53)
+
+
+def _tiny(m, ma, mb):
+    """``m``, or infinity where it fell below TINY from nonzero parts (a subnormal value, an underflowing product
+    or quotient: its error is absolute, so no relative band holds it -- review r8: ``a * b * 1e300`` at
+    a = 1e-160 was decided by float64 the wrong way)."""
+    with np.errstate(invalid="ignore"):
+        return np.where((m < TINY) & (ma > 0) & (mb > 0), np.inf, m)
 
 
 def _integral(x: np.ndarray) -> np.ndarray:
