@@ -147,3 +147,17 @@ def test_a_rule_dividing_by_zero_on_a_data_row_decides_nothing(tmp_path):
     v = json.loads(r.stdout)["properties"][0]
     assert v["status"] == "unknown", v
     assert "divides by zero" in v["reason"]
+
+
+def test_an_overflowing_side_is_decided_exactly():
+    """Lead's re-run of review r8's fuzzer after h7's last change: a side that overflows to inf (10 * 1e300 * 1e16)
+    was taken as having no exact reading and kept float64's answer (inf <= inf: true; exactly 1e317 <= 1e316:
+    false). Only a missing data value keeps the float answer now (failed before: got 1)."""
+    from fairspec.runtime.rule import RuleModel
+
+    abc = _arith("*", F("c"), _arith("*", F("a"), F("b")))
+    rule = ir.Cmp("<=", ir.AbsE(abc), ir.AbsE(_arith("*", F("a"), F("b"))))
+    model = RuleModel(ir.Model(name="m", format="rule", path=None, rule=rule), None)
+    vals = {"a": np.array([1e300, 1e300, np.nan]), "b": np.array([1e16, 1e-16, 1.0]), "c": np.array([10.0, 0.5, 1.0])}
+    got = model.decide_values(vals, 3)
+    assert got[:2].tolist() == [0, 1]

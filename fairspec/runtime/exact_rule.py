@@ -131,15 +131,40 @@ def _near(e: ir.Expr, lookup, n: int) -> np.ndarray:
                 c = _num(ir.Const(v), lookup, n)
                 if c is not None:
                     near |= _close(a, c)
+    else:
+        return near
+    # a side that is not finite from finite data (an overflow: 10 * 1e300 * 1e16; a division by an exact or a
+    # rounded zero) has an exact reading, or divides by zero (decide_rule refuses): decided again; a missing
+    # value (NaN data) has none and keeps the float answer, not looked at a row at a time
+    sides = [x for x in (getattr(e, "left", None), getattr(e, "right", None), getattr(e, "item", None)) if x is not None]
+    vals = [_num(x, lookup, n) for x in sides]
+    if all(v is not None for v in vals):
+        inf = np.zeros(n, dtype=bool)
+        for v in vals:
+            inf |= ~np.isfinite(v[0])
+        if inf.any():
+            near |= inf & ~_missing(e, lookup, n)
     return near
+
+
+def _missing(e: ir.Expr, lookup, n: int) -> np.ndarray:
+    """Rows where a data value ``e`` reads is missing (NaN) or infinite: no exact reading."""
+    out = np.zeros(n, dtype=bool)
+    for x in ir.subexpressions(e):
+        if isinstance(x, (ir.FeatureRef, ir.ColumnRef, ir.ModelOut)):
+            v = lookup(x)
+            if not isinstance(v, Coded):
+                v = np.asarray(v)
+                if v.dtype.kind == "f":
+                    out |= ~np.isfinite(v)
+    return out
 
 
 def _close(a, b) -> np.ndarray:
     (va, ma, ea), (vb, mb, eb) = a, b
     with np.errstate(invalid="ignore", over="ignore"):
         far = np.abs(va - vb) > REL * (ma + mb) + 1e-300
-    # both sides computed without rounding: the float answer is exact; a side not finite (a missing value, a
-    # division by zero) has no exact reading, and the float answer stays (not a row at a time in Python)
+    # both sides computed without rounding: the float answer is exact; a side not finite: see _near
     return ~far & ~(ea & eb) & np.isfinite(va) & np.isfinite(vb)
 
 
