@@ -26,6 +26,7 @@ from dataclasses import replace
 import numpy as np
 
 from fairspec import ir
+from fairspec.kinds.logit_column import ViewContext
 from fairspec.verdict import Verdict, unknown
 
 
@@ -94,21 +95,6 @@ class IndexOne:
         return f"{self._model.output_description()} read as index = 1 (class 0 is its negation)"
 
 
-class _FlipContext:
-    """The run's context with model ``name`` read as :class:`IndexOne` (everything else the context's)."""
-
-    def __init__(self, ctx, name: str, view):
-        self._ctx, self._name, self._view = ctx, name, view
-
-    def __getattr__(self, attr):
-        if attr.startswith("__") or attr == "_ctx":
-            raise AttributeError(attr)
-        return getattr(self._ctx, attr)
-
-    def model(self, name: str):
-        return self._view if name == self._name else self._ctx.model(name)
-
-
 def _reads_outputs(prop) -> str:
     seen = [f"{x.fn}({x.model}({x.var}))" for e in prop.pre for x in ir.subexpressions(e)
             if isinstance(x, ir.ModelOut) and x.model == prop.model]
@@ -131,7 +117,7 @@ def run_flipped(prop: ir.IndividualFairness, ctx, run, backend: str, t0: float) 
                              "small discrete domains are decided by enumeration)", backend=backend,
                        seconds=time.perf_counter() - t0)
     model = ctx.model(prop.model)
-    v = run(prop, _FlipContext(ctx, prop.model, IndexOne(model)))
+    v = run(prop, ViewContext(ctx, prop.model, IndexOne(model)))
     details = {**(v.details or {}), "decided_as": "label with index = 1: class 0 of two columns is the negation of "
                                                   "class 1 (y_1 > y_0), so the labels of a pair differ alike"}
     v = replace(v, details=details, seconds=time.perf_counter() - t0)

@@ -105,8 +105,9 @@ class LogitColumn:
         return f"{self._model.describe()}, read as its logit column {self._c}"
 
 
-class _ColumnContext:
-    """The run's context with model ``name`` read as a :class:`LogitColumn` (everything else the context's)."""
+class ViewContext:
+    """The run's context with model ``name`` read as ``view`` (a :class:`LogitColumn` here, kinds/index_flip's
+    index = 1 reading there; everything else the context's)."""
 
     def __init__(self, ctx, name: str, view):
         self._ctx, self._name, self._view = ctx, name, view
@@ -166,7 +167,7 @@ def run_logit_column(prop: ir.IndividualFairness, ctx, progress, backend: str, t
                                  "does not compute them, so it is not decided (small discrete domains are decided "
                                  "by enumeration)", backend=backend, seconds=time.perf_counter() - t0)
         view = LogitColumn(model, c)
-        as_ctx = _ColumnContext(ctx, prop.model, view)
+        as_ctx = ViewContext(ctx, prop.model, view)
     as_logit = replace(prop, post="logit", cls=None)
     v = kind.run_pair(as_logit, as_ctx, progress, backend)
     v = replace(v, seconds=time.perf_counter() - t0,
