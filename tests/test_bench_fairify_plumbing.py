@@ -22,14 +22,16 @@ def fb():
 def test_peak_memory_sees_a_row_allocation(fb):
     peak = fb.PeakMemory()
     peak.start()
-    before = fb._proc_kib(__import__("os").getpid(), "VmRSS")
     a = np.ones(48 << 17)                          # 48 MiB of float64, touched
+    # resident while the array lives (measured, not "before + 48 MiB": after other tests in this process the
+    # allocator may reuse pages already resident, so the RSS need not grow by the array's size -- CI saw 32 MiB)
+    during = fb._proc_kib(__import__("os").getpid(), "VmRSS")
     out = peak.stop()
     del a
     assert set(out) >= {"bench_mib", "workers_mib", "max_worker_mib", "total_mib", "per_row"}
     assert out["total_mib"] >= out["bench_mib"] > 0
-    if before is not None:                          # Linux: the row's high-water mark holds the array
-        assert out["bench_mib"] >= before / 1024 + 40
+    if during is not None:                          # Linux: the row's high-water mark holds the array
+        assert out["bench_mib"] >= during / 1024 - 0.1
 
 
 def test_loads_and_cluster_argument(fb):
