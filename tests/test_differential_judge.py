@@ -252,3 +252,14 @@ def test_a_reading_dependent_property_is_outside_the_unknown_target():
     base = {"klass": "unknown", "domain": 12, "meta": {}}
     assert is_small({**base, "truth": "holds"})
     assert not is_small({**base, "truth": "reading-dependent"})
+
+
+def test_the_repair_truth_moves_a_group_both_ways_at_once():
+    # seed 125000000 r1 (session 37): F 1/8 passing from points of 1 (passing), 4 and 3 rows (failing), M 13/32;
+    # goal ratio >= 0.9 within 5 rows. Only F's net +2 meets it (3/8 vs 13/32: 12/13), reachable as +3 -1
+    # (4 rows): the harness's one-way moves found no repair and judged fairspec's correct proof a false-proof.
+    from differential.repair import repair_exists
+
+    points = [([4, 3], [1]), ([5, 9, 5], [5, 2, 6])]
+    assert repair_exists(points, [1, 13], [8, 32], "0.9", False, 5)
+    assert not repair_exists(points, [1, 13], [8, 32], "0.9", False, 3)
