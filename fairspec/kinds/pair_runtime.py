@@ -341,6 +341,12 @@ def runtime_pair_value(prop: ir.IndividualFairness, model, s, X2=None) -> float 
 
     post = class_post(prop.post)
     kind = "logit" if post == "logit" else "prob" if prop.post == "class_prob" else model.score_kind
+    if prop.post == "label" and kind == "logit" and label_by_argmax(model) and X2 is not None:
+        # the argmax's label of K >= 2 logits: ``s`` holds 0/1 decisions, the measure is min(g, -g') of the
+        # runtime's margins g = y_i - max_{j != i} y_j (model.score), never the solver's float64 network's
+        # (network-solver-125000000-p2: 2.328345044401328 reported, the runtime's best pair 2.3283448815345764)
+        g = np.asarray(model.score(np.asarray(X2)), dtype=np.float64).reshape(-1)
+        return pair_measure("label", "logit", g[0], g[1]) if g.shape == (2,) else None
     if post not in ("label", "logit", "prob") or post == "label" and (kind != "logit" or label_is_decision(model)):
         return None
     s = np.asarray(s, dtype=np.float64).reshape(-1)
