@@ -124,7 +124,7 @@ def decision_fragile(model, X: np.ndarray, d: np.ndarray, z: np.ndarray, thr: fl
     edges = at_split_edges(model, X)        # trees behind a PCA: a row on a split edge may jump, whatever its gap
     if edges is not None and edges.any():
         gap = np.where(edges, 0.0, gap)
-    return fragile_rows(X, d, gap, width, bound, model.decide, every_near=True)
+    return fragile_rows(X, d, gap, width, bound, model.decide)
 
 
 def decision_spread(model, X: np.ndarray, z: np.ndarray) -> tuple[float, str]:
@@ -141,16 +141,13 @@ def decision_spread(model, X: np.ndarray, z: np.ndarray) -> tuple[float, str]:
 
 
 def fragile_rows(X: np.ndarray, d: np.ndarray, gap: np.ndarray, width: float, bound: str, decide,
-                 rescore: bool = True, every_near: bool = False) -> dict:
+                 rescore: bool = True) -> dict:
     """The rows of a batch (encoded X, decided ``d``) whose decision another batching may change: those
     whose ``gap`` to the decision's boundary is at most ``width`` (:func:`spread`: no other batching can
     move the others) re-decided by ``decide`` (a batch's 0/1 decisions) in a batch of their own, that
     batch reversed and each distinct point alone (the :data:`MAX_ALONE` nearest); a row one of them
     decides otherwise is fragile, and so is a near row not re-scored alone (past :data:`MAX_ALONE`, or
-    ``rescore`` False: every near row), whose decision is then taken both ways. ``every_near``: every near
-    row is fragile, whatever the re-scorings gave (they only give its decision alone): agreement in three
-    batchings proves nothing of the others (float32 rounding moves with the batch size: a torch logit 0 gives
-    1/2 in batches of 1, 18 and 79 and 0.50000006 in one of 7).
+    ``rescore`` False: every near row), whose decision is then taken both ways.
     ``{"near", "rows", "alone": their decisions alone (the batch's where not re-scored alone),
     "unchecked", "bound"}``."""
     none = {"near": 0, "rows": np.zeros(0, dtype=np.int64), "alone": np.zeros(0, dtype=np.int64), "unchecked": 0,
@@ -180,8 +177,6 @@ def fragile_rows(X: np.ndarray, d: np.ndarray, gap: np.ndarray, width: float, bo
     alone = np.where(checked_alone, by_point[inv], base)
     # a near row not re-scored alone may still be decided otherwise alone: it counts as fragile
     moved = (own != base) | (rev != base) | (alone != base) | ~checked_alone
-    if every_near:
-        moved = np.ones(near.size, dtype=bool)
     order = np.argsort(near[moved], kind="stable")
     return {"near": int(near.size), "rows": near[moved][order], "alone": alone[moved][order],
             "unchecked": int(np.count_nonzero(~checked_alone)), "bound": bound}
@@ -407,7 +402,7 @@ def decide(prop, c, fragile: Fragile, status: str, value: float, status_of, data
     lie, are = ("lie", "are") if n != 1 else ("lies", "is")
     how = (("at every combination of 0 / 1 per group and label" if full else "all 0 and all 1")
            + " and as each is decided alone")
-    otherwise = (f"{are} taken both ways" if fragile.both_ways else f"may be decided otherwise when the model scores them in another batch size or order (alone, or "
+    otherwise = (f"{are} taken both ways" if fragile.both_ways else f"{are} decided otherwise when the model scores them in another batch size or order (alone, or "
                  f"in another batch)" + (f", or {'were' if n != 1 else 'was'} not all re-scored alone (past "
                                           f"{MAX_ALONE:,} points a batch)" if fragile.unchecked else ""))
     details.update({"fragile_rows": n, "value_in_data_batches": value, "value_range": [lo, hi],
