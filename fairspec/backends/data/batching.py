@@ -10,7 +10,8 @@ metric measured on the data's batches is then one of several answers the runtime
 As the rows stream past (``cell_counts._Counter.add``), the rows whose score lies within the assumed
 spread of the runtime (:data:`fairspec.models.batching.ASSUMED_SPREAD`, per unit of 1 + the largest
 score of the batch) of the threshold are re-decided in other batchings: each alone (the
-:data:`MAX_ALONE` nearest of a batch), together as a batch of their own, and that batch reversed.
+:data:`MAX_ALONE` nearest of a batch), together as a batch of their own, that batch reversed, and in
+batches of other sizes (:func:`_other_sizes`, the :data:`MAX_SIZED` nearest).
 Only those rows are re-scored, so a large data set costs one more look at its scores. A row some
 batching decides differently is *fragile*; the metric is then decided again with the fragile rows'
 decisions at every combination of 0 / 1 per (group, label) cell they fall in (at most
@@ -30,8 +31,17 @@ from fairspec.models.batching import ASSUMED_SPREAD, ASSUMED_SPREAD_OTHER, BATCH
 #: distinct near-threshold points of one batch re-scored one at a time (the nearest first; the rows of
 #: the others only in their own batch and reversed, and counted in the details)
 MAX_ALONE = 1024
+#: of those, the nearest this many are re-scored in batches of other sizes too (:func:`_other_sizes`); the
+#: rows of the others count as fragile (decided both ways)
+MAX_SIZED = 1024
 #: at most this many combinations of the fragile (group, label) cells' decisions are decided
 MAX_CORNERS = 64
+#: the batch sizes the near points are re-scored in besides the data's, their own batch and alone: every
+#: size up to 16 at every position in the batch (a runtime's vector kernels take another path for a short
+#: batch or its tail: soundness case data-batched-125000007-d0, a torch logit 0 read 0.5 in batches of 1,
+#: 18, 32 and 79 rows and 0.50000006 in a batch of 7), and sizes around the usual vector and block widths
+SIZES_EVERY_POSITION = tuple(range(2, 17))
+SIZES_FEW_POSITIONS = (17, 24, 31, 32, 33, 48, 63, 64, 65, 96, 127, 128, 129, 256)
 
 
 def checked(model) -> bool:
@@ -175,11 +185,44 @@ def fragile_rows(X: np.ndarray, d: np.ndarray, gap: np.ndarray, width: float, bo
     by_point[pts] = [int(np.asarray(decide(np.ascontiguousarray(Xn[first[p]:first[p] + 1])))[0]) for p in pts]
     checked_alone = by_point[inv] >= 0
     alone = np.where(checked_alone, by_point[inv], base)
-    # a near row not re-scored alone may still be decided otherwise alone: it counts as fragile
-    moved = (own != base) | (rev != base) | (alone != base) | ~checked_alone
+    sized_pts = pts[:MAX_SIZED]
+    checked_sizes = np.zeros(first.size, dtype=bool)
+    checked_sizes[sized_pts] = True
+    moved_sized = np.zeros(first.size, dtype=bool)
+    moved_sized[sized_pts] = _other_sizes(Xn[first[sized_pts]], decide, by_point[sized_pts])
+    # a near row not re-scored alone and in the other sizes may still be decided otherwise: it counts as fragile
+    unchecked = ~checked_alone | ~checked_sizes[inv]
+    moved = (own != base) | (rev != base) | (alone != base) | moved_sized[inv] | unchecked
     order = np.argsort(near[moved], kind="stable")
     return {"near": int(near.size), "rows": near[moved][order], "alone": alone[moved][order],
-            "unchecked": int(np.count_nonzero(~checked_alone)), "bound": bound}
+            "unchecked": int(np.count_nonzero(unchecked)), "bound": bound}
+
+
+def _sizes_tried() -> str:
+    return (f"{SIZES_EVERY_POSITION[0]}-{SIZES_EVERY_POSITION[-1]} rows at every position and of "
+            + ", ".join(map(str, SIZES_FEW_POSITIONS)) + " rows")
+
+
+def _other_sizes(P: np.ndarray, decide, alone: np.ndarray) -> np.ndarray:
+    """For each distinct near point (rows of ``P``, decided ``alone`` each alone): is it decided otherwise in
+    a batch of another size (:data:`SIZES_EVERY_POSITION` at every position, :data:`SIZES_FEW_POSITIONS` at
+    a few)? The points fill each batch in turn, cyclically (a batch larger than the points repeats them).
+    Re-scorings are evidence, not proof: a size not tried may still round otherwise (the details name the
+    sizes tried)."""
+    n = P.shape[0]
+    moved = np.zeros(n, dtype=bool)
+    if n == 0:
+        return moved
+    plan = [(s, range(s)) for s in SIZES_EVERY_POSITION] + [(s, sorted({0, 1, s // 2, s - 1}))
+                                                            for s in SIZES_FEW_POSITIONS]
+    for size, offsets in plan:
+        length = size * -(-max(n, size) // size)
+        for r in offsets:
+            order = (np.arange(length) + r) % n
+            got = np.concatenate([np.asarray(decide(np.ascontiguousarray(P[order[a:a + size]])), dtype=np.int64)
+                                  .reshape(-1) for a in range(0, length, size)])
+            np.logical_or.at(moved, order, got != alone[order])
+    return moved
 
 
 def _prob_width(model, X, raw) -> tuple[float, str]:
@@ -386,7 +429,7 @@ def decide(prop, c, fragile: Fragile, status: str, value: float, status_of, data
         details.update(fragile_rows=0, note=(
             f"{fragile.near:,} row{'s' if fragile.near != 1 else ''} of '{data_name}' "
             f"{'lie' if fragile.near != 1 else 'lies'} {within}; each was decided the same alone, in a batch "
-            f"of their own and reversed"))
+            f"of their own and reversed, and in batches of {_sizes_tried()}"))
         return None, details
     fr = fragile.arrays()
     n = int(fr[0].size)
@@ -403,8 +446,9 @@ def decide(prop, c, fragile: Fragile, status: str, value: float, status_of, data
     how = (("at every combination of 0 / 1 per group and label" if full else "all 0 and all 1")
            + " and as each is decided alone")
     otherwise = (f"{are} taken both ways" if fragile.both_ways else f"{are} decided otherwise when the model scores them in another batch size or order (alone, or "
-                 f"in another batch)" + (f", or {'were' if n != 1 else 'was'} not all re-scored alone (past "
-                                          f"{MAX_ALONE:,} points a batch)" if fragile.unchecked else ""))
+                 f"in another batch)" + (f", or {'were' if n != 1 else 'was'} not all re-scored alone and in other "
+                                          f"batch sizes (past the {MAX_SIZED:,} nearest points a batch)"
+                                          if fragile.unchecked else ""))
     details.update({"fragile_rows": n, "value_in_data_batches": value, "value_range": [lo, hi],
                     "verdicts": sorted(seen), "combinations": len(found)})
     if len(seen) > 1:
