@@ -89,6 +89,21 @@ def test_an_interrupt_while_fd1_is_pointed_away_gives_it_back(capfd):
     _every_moment(lambda: stdio._with_fd1_on_devnull(lambda: None), ("stdio.py",), check)
 
 
+def test_an_interrupt_while_a_solver_runs_quiet_gives_fd1_back(capfd):
+    """stdio.quiet (repair's HiGHS solves; nested calls share one redirect): fd 1 comes back and the nesting
+    count is 0 after an interrupt at any moment. Session 37's context manager fd1_quiet could leave fd 1 on
+    devnull (an interrupt between its dup2 and its try, or as its __enter__ returned)."""
+    before = _fd1()
+
+    def check(n):
+        assert _fd1() == before, f"file descriptor 1 was left pointed away (interrupt at moment {n})"
+        assert stdio._QUIET == {"depth": 0, "saved": None}, (n, stdio._QUIET)
+
+    inner = stdio.quiet(lambda: os.write(1, b""))
+    n = _every_moment(lambda: stdio.quiet(lambda: inner() and inner())(), ("stdio.py",), check)
+    assert n > 10
+
+
 
 def _env() -> dict:
     """The child runs this worktree's fairspec (it starts in tmp_path: an installed copy would come first)."""

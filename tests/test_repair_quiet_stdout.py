@@ -2,7 +2,7 @@
 "HighsMipSolverData::transformNewIntegerFeasibleSolution tmpSolver.run();" with a bare printf during some MIP
 solves, whatever ``disp`` says (seen on a 300-binary knapsack in scipy 1.16; the command line points fd 1 at
 stderr while it checks, fairspec.check(...) did not). Every HiGHS solve of backends/repair/optimise now runs
-with fd 1 on devnull (runtime.stdio.fd1_quiet). The solvers here are wrapped to print on fd 1 as HiGHS does
+with fd 1 on devnull (runtime.stdio.quiet). The solvers here are wrapped to print on fd 1 as HiGHS does
 (the real line needs a long solve); the repair must still be the real one."""
 
 from __future__ import annotations
@@ -26,19 +26,21 @@ def _printf(text: bytes) -> None:
     libc.fflush(None)
 
 
-def test_fd1_quiet_silences_c_and_python_writes_and_gives_fd1_back(capfd):
-    from fairspec.runtime.stdio import fd1_quiet, quiet
+def test_quiet_silences_c_and_python_writes_and_gives_fd1_back(capfd):
+    from fairspec.runtime.stdio import _QUIET, quiet
 
-    print("before", flush=False)                   # buffered: flushed before fd 1 moves, so kept
-    with fd1_quiet():
+    def outer():
         _printf(b"from C\n")
         os.write(1, b"from fd 1\n")
-        with fd1_quiet():                          # nested: one redirect
-            os.write(1, b"nested\n")
+        quiet(os.write)(1, b"nested\n")           # nested: one redirect
         os.write(1, b"still quiet\n")
+
+    print("before", flush=False)                   # buffered: flushed before fd 1 moves, so kept
+    quiet(outer)()
     quiet(os.write)(1, b"wrapped\n")
     os.write(1, b"after\n")
     assert capfd.readouterr().out == "before\nafter\n"
+    assert _QUIET == {"depth": 0, "saved": None}
 
 
 @pytest.mark.parametrize("kind", ["tree", "forest"])

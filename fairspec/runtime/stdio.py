@@ -61,56 +61,55 @@ _QUIET_LOCK = threading.Lock()
 _QUIET = {"depth": 0, "saved": None}
 
 
-@contextlib.contextmanager
-def fd1_quiet():
-    """File descriptor 1 on ``os.devnull`` while the block runs: scipy's HiGHS (1.x bundled in scipy) prints
-    "HighsMipSolverData::transformNewIntegerFeasibleSolution tmpSolver.run();" with a bare printf during some
-    MIP solves, whatever ``disp`` / ``output_flag`` say, and a Python API caller would see it on its own
-    stdout (the command line points fd 1 at stderr while it checks). Python's buffered stdout is flushed
-    first, so nothing written before is lost; text another thread prints while the solve runs goes to
-    devnull too. Nested and concurrent blocks share one redirect (the last one out gives fd 1 back)."""
-    with _QUIET_LOCK:
-        if _QUIET["depth"] == 0:
-            try:
-                sys.stdout.flush()
-            except (AttributeError, ValueError, OSError):
-                pass
-            flush_c_stdio()
-            try:
-                saved = os.dup(1)
-            except OSError:  # no real file descriptors (an embedding host): nothing to silence
-                saved = None
-            if saved is not None:
-                try:
-                    null = os.open(os.devnull, os.O_WRONLY)
-                    try:
-                        os.dup2(null, 1)
-                    finally:
-                        os.close(null)
-                except OSError:
-                    os.close(saved)
-                    saved = None
-            _QUIET["saved"] = saved
-        _QUIET["depth"] += 1
-    try:
-        yield
-    finally:
-        with _QUIET_LOCK:
-            _QUIET["depth"] -= 1
-            if _QUIET["depth"] == 0 and _QUIET["saved"] is not None:
-                saved, _QUIET["saved"] = _QUIET["saved"], None
-                try:
-                    flush_c_stdio()       # the solver's text leaves libc's buffer while fd 1 is still devnull
-                finally:
-                    os.dup2(saved, 1)
-                    os.close(saved)
-
-
 def quiet(fn):
-    """``fn`` run inside :func:`fd1_quiet` (a solver call: ``quiet(milp)(c, constraints=...)``)."""
+    """``fn`` run with file descriptor 1 on ``os.devnull`` (a solver call: ``quiet(milp)(c, constraints=...)``):
+    scipy's HiGHS (1.x bundled in scipy) prints "HighsMipSolverData::transformNewIntegerFeasibleSolution
+    tmpSolver.run();" with a bare printf during some MIP solves, whatever ``disp`` / ``output_flag`` say, and a
+    Python API caller would see it on its own stdout (the command line points fd 1 at stderr while it checks).
+    Python's buffered stdout is flushed first, so nothing written before is lost; text another thread prints
+    while the solve runs goes to devnull too. Nested and concurrent calls share one redirect (the last one out
+    gives fd 1 back).
+
+    A Ctrl-C / SIGTERM at any moment gives fd 1 back (tests/test_interrupt_windows.py): every step that moves
+    fd 1 runs inside the ``try`` whose ``finally`` moves it back, and the fd to restore from is recorded before
+    fd 1 moves. (A ``with`` block cannot promise that: an interrupt as its ``__enter__`` returns skips
+    ``__exit__``, so there is no context-manager form.)"""
     def run(*args, **kwargs):
-        with fd1_quiet():
+        counted = False
+        try:
+            with _QUIET_LOCK:
+                _QUIET["depth"] += 1
+                counted = True
+                if _QUIET["depth"] == 1:
+                    try:
+                        sys.stdout.flush()
+                    except (AttributeError, ValueError, OSError):
+                        pass
+                    flush_c_stdio()
+                    try:
+                        _QUIET["saved"] = os.dup(1)
+                    except OSError:  # no real file descriptors (an embedding host): nothing to silence
+                        _QUIET["saved"] = None
+                    if _QUIET["saved"] is not None:
+                        null = os.open(os.devnull, os.O_WRONLY)
+                        try:
+                            os.dup2(null, 1)
+                        finally:
+                            os.close(null)
             return fn(*args, **kwargs)
+        finally:
+            if counted:
+                with _QUIET_LOCK:
+                    _QUIET["depth"] -= 1
+                    if _QUIET["depth"] == 0 and _QUIET["saved"] is not None:
+                        saved, _QUIET["saved"] = _QUIET["saved"], None
+                        try:
+                            try:
+                                flush_c_stdio()   # the solver's text leaves libc's buffer while fd 1 is devnull
+                            finally:
+                                os.dup2(saved, 1)
+                        finally:
+                            os.close(saved)
     return run
 
 

@@ -360,7 +360,7 @@ def _classes_highs(opts, base, sizes, c, strict, budget, time_limit, margin=0):
         sol.col_value = list(start.astype(float))
         sol.value_valid = True
         h.setSolution(sol)
-    quiet(h.run)()    # fd 1 quiet: HiGHS's bare printf (runtime.stdio.fd1_quiet)
+    quiet(h.run)()    # fd 1 quiet: HiGHS's bare printf (runtime.stdio.quiet)
     ms = h.getModelStatus()
     k, greedy = None, False
     if ms == highspy.HighsModelStatus.kOptimal:
