@@ -4,7 +4,8 @@ models/split_edges widened the assumed spread for a pipeline's *tree* final whos
 36), but not for a meta-estimator of trees (models/meta_estimators.row_fixed: a soft vote, a bag, ...), whose members'
 trees read the same PCA output. Pipeline(onehot + passthrough, PCA(2), VotingClassifier(soft, [HGB])) with the root
 split at a domain point's PCA value that the whole batch and the point alone round one ulp apart: fairspec said
-`holds (proved)` while the pipeline's own predict, each point alone, labels the pair differently. Now unknown."""
+`holds (proved)` while the pipeline's own predict, each point alone, labels the pair differently. Now unknown (or
+violated with a witness that replays alone, as a pair and reversed, where this machine's BLAS gives one)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import warnings
 import numpy as np
 import pytest
 
-from test_audit_s36_batches import EDGE_SPEC
+from test_audit_s36_batches import EDGE_SPEC, edge_verdict_is_a_replayed_violation
 
 
 def test_meta_estimator_behind_a_pca_on_a_split_edge_is_not_proved(tmp_path):
@@ -63,4 +64,5 @@ def test_meta_estimator_behind_a_pca_on_a_split_edge_is_not_proved(tmp_path):
     skops.dump(pipe, tmp_path / "m.skops")
     (tmp_path / "s.fair").write_text(EDGE_SPEC)
     v = check(str(tmp_path / "s.fair")).verdicts[0]
-    assert v.status == "unknown" and "batched" in v.reason, (v.status, v.how, v.reason)
+    if not edge_verdict_is_a_replayed_violation(v, pipe, dom):
+        assert v.status == "unknown" and "batched" in v.reason, (v.status, v.how, v.reason)
