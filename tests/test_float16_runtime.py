@@ -1,6 +1,7 @@
 """The float16 runtime error model (fairspec.certify.half) against the runtimes themselves.
 
-Measured (and kept measured here): onnxruntime's CPU provider computes a float16 graph's MatMul /
+Measured where this was first written (and reported here, not asserted: on an AMD EPYC one output of 900
+is a float16 step off): onnxruntime's CPU provider computes a float16 graph's MatMul /
 Gemm / Add / Relu / Sigmoid / Softmax in float32 and casts the output to float16 once; torch's half
 Linear and sigmoid give the bits of their float32 computation rounded once. The bound certify uses
 does not rest on that (it holds for float16 rounding at every operation too); these tests check it
@@ -79,15 +80,26 @@ def _f32_once(layers, X):
 
 
 @pytest.mark.parametrize("split_bias", [False, True], ids=["Gemm", "MatMul+Add"])
-def test_onnxruntime_computes_a_float16_chain_in_float32_and_rounds_once(split_bias):
-    """The measured fact (informative: the bound does not rest on it), with the graph optimised and
-    without: the outputs are the float32 computation's, cast to float16 once."""
+def test_onnxruntime_computes_a_float16_chain_in_float32_and_rounds_once(split_bias, capsys):
+    """onnxruntime's float16 chain, with the graph optimised and without, against certify's float16 bound on every
+    output. Where this was first measured the outputs were the float32 computation's cast to float16 once (bitwise);
+    on an AMD EPYC (session 38) a few are a float16 step off it (another kernel). The bound never rested on that
+    fact (it holds for float16 rounding at every operation too), so the bound is asserted and the fact reported."""
     rng = np.random.default_rng(0)
     layers = half_layers(rng, [40, 24, 24, 3], dyadic=False)
     X = rng.normal(0, 2, (300, 40))
+    X16 = np.asarray(X, dtype=np.float16).astype(np.float64)
+    lo, hi = X16.min(axis=0), X16.max(axis=0)
+    ref = forward64(layers, X16)           # float64: within ~1e-13 of the exact network, far below E
+    E = [runtime_error_bound(layers, lo, hi, readout=("logit", j), precision="float16") for j in range(3)]
     for level in (None, ort.GraphOptimizationLevel.ORT_DISABLE_ALL):
         got = _run(layers, X, split_bias=split_bias, level=level)
-        assert np.array_equal(got, _f32_once(layers, X)), level
+        for j in range(3):
+            assert np.all(np.abs(got[:, j] - ref[:, j]) <= E[j] + 1e-9), (level, j, E[j])
+        once = _f32_once(layers, X)
+        with capsys.disabled():
+            print(f"\nonnxruntime float16 chain ({'MatMul+Add' if split_bias else 'Gemm'}, level {level}): "
+                  f"{int(np.sum(got != once))} of {got.size} outputs differ from float32 cast once")
 
 
 def test_torch_half_linear_and_sigmoid_lie_within_the_float16_bound():
