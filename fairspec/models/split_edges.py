@@ -74,31 +74,69 @@ def at_split_edges(model, X) -> np.ndarray | None:
 
 
 def _splits(final):
-    """The (column, threshold) pairs of every split of a scikit-learn tree model; None when not read here (a
-    meta-estimator: its members may read a subset of the columns, as a bag's ``estimators_features_``)."""
-    from fairspec.models.meta_estimators import META
+    """The (column, thresholds) of every split of a scikit-learn tree model or a meta-estimator of them (the
+    columns its members read, as a bag's ``estimators_features_`` maps them); None when not read here (an XGBoost /
+    LightGBM member, a categorical split, a Stacking passing the raw columns to its final estimator)."""
+    pairs = _split_pairs(final, 0)
+    return None if pairs is None else _grouped(pairs)
 
-    name = type(final).__name__
-    if name in META:
+
+def _split_pairs(est, depth: int):
+    """(column, threshold) pairs of ``est``'s splits on the columns it is given, or None (see :func:`_splits`)."""
+    from fairspec.models.meta_estimators import META, _members
+
+    name = type(est).__name__
+    if depth > 8 or est is None:
         return None
+    if name == "_ConstantPredictor":
+        return []
+    if name == "FrozenEstimator":
+        return _split_pairs(getattr(est, "estimator", None), depth + 1)
+    if name in META:
+        # a Stacking's final estimator reads its members' outputs (not the steps' columns: they move only where a
+        # member jumps, which the members' own splits flag); with passthrough it reads the columns too: not read
+        if name.startswith("Stacking") and getattr(est, "passthrough", False):
+            return None
+        members = [m for m in _members(est) if not (name.startswith("Stacking") and m is est.final_estimator_)]
+        if not members:
+            return None
+        maps = list(getattr(est, "estimators_features_", None) or ()) if name.startswith("Bagging") else []
+        if maps and len(maps) != len(members):
+            return None
+        out = []
+        for k, m in enumerate(members):
+            got = _split_pairs(m, depth + 1)
+            if got is None:
+                return None
+            cols = np.asarray(maps[k]) if maps else None
+            out.extend((int(cols[f]) if cols is not None else f, t) for f, t in got)
+        return out
     if name.startswith("HistGradientBoosting"):
         out = []
-        for per_iter in getattr(final, "_predictors", ()):
+        for per_iter in getattr(est, "_predictors", ()):
             for p in per_iter:
                 nodes = p.nodes
                 inner = nodes["is_leaf"] == 0
                 if "is_categorical" in nodes.dtype.names and np.any(nodes["is_categorical"][inner]):
                     return None
                 out.extend(zip(nodes["feature_idx"][inner].tolist(), nodes["num_threshold"][inner].tolist()))
-        return _grouped(out)
-    members = [final] if hasattr(final, "tree_") else list(np.ravel(getattr(final, "estimators_", [])))
-    if not members or not all(hasattr(m, "tree_") for m in members):
+        return out
+    trees = [est] if hasattr(est, "tree_") else list(np.ravel(getattr(est, "estimators_", [])))
+    if not trees or not all(hasattr(m, "tree_") for m in trees):
         return None
+    init = getattr(est, "init_", None)        # a GradientBoosting's init model reads the columns too
+    if init is not None and not isinstance(init, str):
+        from fairspec.models.meta_estimators import constant_init
+
+        if hasattr(init, "tree_"):
+            trees.append(init)
+        elif not constant_init(est):
+            return None
     out = []
-    for m in members:
+    for m in trees:
         inner = m.tree_.feature >= 0
         out.extend(zip(m.tree_.feature[inner].tolist(), m.tree_.threshold[inner].tolist()))
-    return _grouped(out)
+    return out
 
 
 def _grouped(pairs):
