@@ -86,13 +86,13 @@ def test_an_interrupt_while_fd1_is_pointed_away_gives_it_back(capfd):
     def check(n):
         assert _fd1() == before, f"file descriptor 1 was left pointed away (interrupt at moment {n})"
 
-    _every_moment(lambda: stdio._with_fd1_on_devnull(lambda: None), ("stdio.py",), check)
+    _every_moment(lambda: stdio.quiet(lambda: None)(), ("stdio.py",), check)
 
 
 def test_an_interrupt_while_a_solver_runs_quiet_gives_fd1_back(capfd):
-    """stdio.quiet (repair's HiGHS solves; nested calls share one redirect): fd 1 comes back and the nesting
-    count is 0 after an interrupt at any moment. Session 37's context manager fd1_quiet could leave fd 1 on
-    devnull (an interrupt between its dup2 and its try, or as its __enter__ returned)."""
+    """stdio.quiet nested (repair's HiGHS solves; nested calls share one redirect): fd 1 comes back and the
+    nesting count is 0 after an interrupt at any moment. Session 37's context manager fd1_quiet could leave fd 1
+    on devnull (an interrupt between its dup2 and its try, or as its __enter__ returned)."""
     before = _fd1()
 
     def check(n):

@@ -30,33 +30,6 @@ def flush_c_stdio() -> None:
         pass
 
 
-def _with_fd1_on_devnull(make):
-    try:
-        sys.stdout.flush()
-    except (AttributeError, ValueError, OSError):
-        pass
-    flush_c_stdio()
-    try:
-        saved = os.dup(1)
-    except OSError:  # no real file descriptors (an embedding host): nothing to silence
-        return make()
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        try:
-            try:  # dup2 inside, the flush in its own try: a Ctrl-C / SIGTERM at any call gives fd 1 back
-                os.dup2(null, 1)
-                return make()
-            finally:
-                try:
-                    flush_c_stdio()       # the banner leaves libc's buffer while fd 1 is still devnull
-                finally:
-                    os.dup2(saved, 1)
-        finally:
-            os.close(null)
-    finally:
-        os.close(saved)
-
-
 _QUIET_LOCK = threading.Lock()
 _QUIET = {"depth": 0, "saved": None}
 
@@ -121,7 +94,7 @@ def new_highs():
         if _BANNER["done"]:
             h = highspy.Highs()
         else:
-            h = _with_fd1_on_devnull(highspy.Highs)
+            h = quiet(highspy.Highs)()
             _BANNER["done"] = True
     h.setOptionValue("output_flag", False)
     return h
