@@ -10,7 +10,8 @@ its binary float, 0.2999999999999999889, would put it below the spec's 0.3 and t
 it). A row the exact reading cannot decide (a missing value) keeps the float evaluation's answer; a rule
 model dividing by zero on a row decides nothing there (:func:`decide_rule` refuses, as kinds/rule_pairs does).
 Magnitudes below ``TINY`` (subnormal floats, products that underflow) carry an absolute error the relative band
-cannot bound: such rows are always decided again.
+cannot bound: such rows are always decided again. A comparison of plain numbers (a column against a column or a
+constant, no arithmetic: :func:`_plain`) is never near a tie: its float answer is the exact reading's.
 """
 
 from __future__ import annotations
