@@ -24,7 +24,9 @@ scikit-learn models whose label is their predict (a runtime that rounds by batch
 (bootstrap = 100) and counterfactual flips of g (a label post: predict and the score per counterfactual)
 over a synthetic Parquet file of ``--rows`` rows with the re-check off, on, and for an
 MLPClassifier also on with the decision taken by predict beside the score (two evaluations per batch, what
-the re-check did before an MLP's label was read off its score); the ratio is against the re-check off.
+the re-check did before an MLP's label was read off its score); the ratio is against the re-check off. A third
+model, an MLPClassifier whose output layer is zeroed (every row's probability exactly 1/2, every row near the
+threshold: the re-check's worst case), also runs without the re-scoring in batches of other sizes (session 40).
 
 ``parallel``: the independent jobs through fairspec's one executor with 1 worker, 2 workers and a
 2-worker dask ``LocalCluster``: BM-6's partitions in prove mode (the Fairify network of
@@ -263,18 +265,25 @@ def bench_recheck(n: int) -> list[dict]:
     pq.write_table(pa.table({"g": np.where(g == 1, "b", "a"), "x1": x1, "x2": x2, "y": y}), data)
     X = np.c_[g, x1, x2][:5000].astype(np.float64)
     rows = []
-    for est in (MLPClassifier((16,), max_iter=300, random_state=0), GaussianNB()):
+    tie = MLPClassifier((16,), max_iter=300, random_state=0)
+    for est, name in ((MLPClassifier((16,), max_iter=300, random_state=0), "MLPClassifier"), (GaussianNB(), "GaussianNB"),
+                      (tie, "MLPClassifier at a tie")):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             est.fit(X, y[:5000])
-        name = type(est).__name__
-        model = OUT / f"recheck_{name}.skops"
+        if est is tie:            # output weights and bias 0: every row's probability exactly 1/2, every row near
+            est.coefs_[-1][:] = 0.0
+            est.intercepts_[-1][:] = 0.0
+        stem = name.replace(" ", "_")
+        model = OUT / f"recheck_{stem}.skops"
         sio.dump(est, model)
-        spec = OUT / f"recheck_{name}.fair"
+        spec = OUT / f"recheck_{stem}.fair"
         spec.write_text(RECHECK_SPEC.format(data=data, model=model))
         modes = [("off", {"checked": lambda m: False}), ("on", {})]
         if name == "MLPClassifier":
             modes.append(("on, predict + score", {"_predict_is_score": lambda m: False}))
+        if est is tie:            # the re-scoring in batches of other sizes (session 40) switched off
+            modes.append(("on, no other batch sizes", {"_other_sizes": lambda P, d, a: np.zeros(len(P), dtype=bool)}))
         for prop, what in RECHECK_PROPS:
             check(spec, only=prop)                           # warm-up: imports, the model's load
             base = None
