@@ -34,18 +34,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECL
              "NUMEXPR_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-# torch imported before any test loads a pickle, as the whole suite's collection does (15 test modules import it):
-# fairspec's record of torch's own code (models/torch_own) is process-wide, and a trusted pickle loaded before
-# torch was imported makes every later torch model's layers unreadable in that process ("torch was imported
-# after ... was loaded"), so a subset of the files (test_hostile_walk28 before test_boundary_witness_rule) failed
-# by the order it ran in. The tests of that refusal run in their own processes.
-try:
-    import importlib
-
-    importlib.import_module("torch")
-except ImportError:
-    pass
-
 # a label individual-fairness property over F (a protected g), numbered {k}, its backend line(s) {using}: the
 # label-tie tests' brute-force specs (test_label_decision_runtime, test_label_equal_logits,
 # test_linear_classifier_networks)

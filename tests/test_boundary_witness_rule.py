@@ -16,6 +16,11 @@ import json
 import numpy as np
 import pytest
 
+# torch imported as this module is collected, before any test of the run loads a pickle: fairspec's record of
+# torch's own code is process-wide, and a trusted pickle loaded first (test_hostile_walk28 in the same process)
+# makes a later torch model's layers unreadable there (the whole suite's collection imports torch anyway)
+torch = pytest.importorskip("torch")
+
 HEAD = """features P{data} {{
   a : int in [0, 20]
   b : int in [0, 20]
