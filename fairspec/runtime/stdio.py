@@ -64,11 +64,17 @@ def quiet(fn):
                     except OSError:  # no real file descriptors (an embedding host): nothing to silence
                         _QUIET["saved"] = None
                     if _QUIET["saved"] is not None:
-                        null = os.open(os.devnull, os.O_WRONLY)
-                        try:
-                            os.dup2(null, 1)
-                        finally:
-                            os.close(null)
+                        try:            # no devnull to point at: fn runs unsilenced, as with no fd 1
+                            null = os.open(os.devnull, os.O_WRONLY)
+                        except OSError:
+                            null = None
+                        if null is not None:
+                            try:
+                                os.dup2(null, 1)
+                            except OSError:
+                                pass
+                            finally:
+                                os.close(null)
             return fn(*args, **kwargs)
         finally:
             if counted:
