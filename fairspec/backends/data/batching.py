@@ -207,8 +207,12 @@ def _other_sizes(P: np.ndarray, decide, alone: np.ndarray) -> np.ndarray:
     """For each distinct near point (rows of ``P``, decided ``alone`` each alone): is it decided otherwise in
     a batch of another size (:data:`SIZES_EVERY_POSITION` at every position, :data:`SIZES_FEW_POSITIONS` at
     a few)? The points fill each batch in turn, cyclically (a batch larger than the points repeats them).
-    Re-scorings are evidence, not proof: a size not tried may still round otherwise (the details name the
-    sizes tried)."""
+    Why these sizes: a row's rounding follows the kernel path it takes, which depends on where it falls in the
+    blocks of rows a vector or matrix kernel works on (full block or tail) and on the tail's length; for blocks
+    of up to 16 rows every (tail length, position) a larger batch can give already occurs in a batch of 2-16 rows
+    (a batch of 25 in blocks of 8 ends in the tail a batch of 9 has), and the larger sizes probe the outer
+    blocking. Re-scorings are evidence, not proof: a size not tried may still round otherwise (the details name
+    the sizes tried)."""
     n = P.shape[0]
     moved = np.zeros(n, dtype=bool)
     if n == 0:
