@@ -45,6 +45,10 @@ from .networks import Outputs, _witness_checker, admissible, pair_groups
 from .trees import _tie_value
 
 FAMILY = "model-readings"
+#: from this instance seed on, a ``pre-tree`` instance's final model is, two times in five, a soft vote of two
+#: decision trees (session 40: models/split_edges reads a meta-estimator's members' thresholds); earlier seeds'
+#: instances are as they were
+META_AFTER_FROM = 146_000_000
 SHAPES = ("hgb-multi", "gb-init", "pre-tree", "forest-threads", "meta", "booster", "onnx-tie")
 CELLS = SHAPES
 MAX_POINTS = 120
@@ -175,9 +179,14 @@ def _model(rng, shape: str, X: np.ndarray, y: np.ndarray, encs, info: dict, side
                  E.RandomForestClassifier(n_estimators=int(rng.integers(2, 4)), max_depth=int(rng.integers(1, 3)),
                                           random_state=seed) if kind == "rf" else
                  E.GradientBoostingClassifier(n_estimators=int(rng.integers(1, 3)), max_depth=2, random_state=seed))
+        if info.get("instance_seed", 0) >= META_AFTER_FROM and side is not None and side.random() < 0.4:
+            # session 40: a soft vote of trees after the step (split edges read through a meta-estimator's members)
+            final = E.VotingClassifier([("a", _dt(side)), ("b", _dt(side))], voting="soft")
+            kind = "vote"
         est = Pipeline([("pre", pre), ("clf", final)])
         _quiet(est.fit, X, y)
-        _move(rng, _sk_trees(final), np.asarray(pre.transform(X), dtype=np.float64))
+        members = [t for m in final.estimators_ for t in _sk_trees(m)] if kind == "vote" else _sk_trees(final)
+        _move(rng, members, np.asarray(pre.transform(X), dtype=np.float64))
         info["pre"], info["final"] = type(pre).__name__, kind
         return est, 'sklearn("m.skops")', K
     if shape == "forest-threads":
@@ -466,7 +475,9 @@ def generate(seed: int, n_props: int = 5) -> Instance:
         readings = [_onnx_reading(data, X32, False), _onnx_reading(data, X32, True)]
         info["runtime"], K = "onnx", 2
     else:
+        info["instance_seed"] = seed
         obj, decl, K = _model(rng, shape, X[rows], ytr, encs, info, np.random.default_rng([62, seed]))
+        info.pop("instance_seed", None)
         readings = [_sk_reading(obj, X, False), _sk_reading(obj, X, True)]
         if shape == "forest-threads":
             readings += _forest_orders(obj, X)
