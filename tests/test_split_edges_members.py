@@ -19,7 +19,7 @@ from sklearn.calibration import CalibratedClassifierCV  # noqa: E402
 from sklearn.compose import ColumnTransformer  # noqa: E402
 from sklearn.decomposition import PCA  # noqa: E402
 from sklearn.ensemble import (BaggingClassifier, GradientBoostingClassifier, HistGradientBoostingClassifier,  # noqa: E402
-                              StackingClassifier, VotingClassifier)
+                              RandomForestClassifier, StackingClassifier, VotingClassifier)
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.pipeline import Pipeline  # noqa: E402
 from sklearn.preprocessing import OneHotEncoder  # noqa: E402
@@ -41,6 +41,8 @@ FINALS = {
     "gradient boosting from a tree": lambda: GradientBoostingClassifier(n_estimators=2, max_depth=1,
                                                                         init=_tree(1), random_state=0),
     "calibrated tree": lambda: CalibratedClassifierCV(_tree(), cv=2),
+    "gradient boosting from a forest": lambda: GradientBoostingClassifier(
+        n_estimators=2, max_depth=1, init=RandomForestClassifier(3, max_depth=2, random_state=0), random_state=0),
 }
 
 
@@ -65,6 +67,9 @@ def _members_splits(est, cols=None):
             for p in per:
                 n = p.nodes[p.nodes["is_leaf"] == 0]
                 out += list(zip(n["feature_idx"].tolist(), n["num_threshold"].tolist()))
+    elif name == "RandomForestClassifier":
+        for m in est.estimators_:
+            out += _members_splits(m)
     else:
         t = est.tree_
         out += [(int(f), float(v)) for f, v in zip(t.feature, t.threshold) if f >= 0]
@@ -134,7 +139,8 @@ def _first_tree(est):
         return est.estimators_[0].tree_, np.asarray(est.estimators_features_[0])
     if name == "CalibratedClassifierCV":
         return est.calibrated_classifiers_[0].estimator.tree_, None
-    return est.init_.tree_, None
+    init = est.init_
+    return (init.tree_ if hasattr(init, "tree_") else init.estimators_[0].tree_), None
 
 
 def _first_split_column(est) -> int:
@@ -162,6 +168,19 @@ def test_a_stacking_passing_the_columns_through_stays_unread(tmp_path):
     m, X, _ = _loaded(tmp_path, pipe)
     edges = at_split_edges(m, X)
     assert edges is None or edges.all()
+
+
+def test_a_histgradientboosting_that_reorders_its_columns_stays_unread():
+    """HistGradientBoosting with categorical features from a frame's dtypes encodes them itself, categorical columns
+    first: its nodes' feature_idx are not the columns it is given, so its splits are not read (every row flagged)."""
+    from fairspec.models.split_edges import _splits
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.random(200), "c": pd.Categorical(rng.choice(["x", "y"], 200))})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        h = HistGradientBoostingClassifier(max_iter=2, categorical_features="from_dtype").fit(df, df.a > 0.5)
+    assert getattr(h, "_preprocessor", None) is not None and _splits(h) is None
 
 
 def test_a_linear_final_is_no_tree_pipeline(tmp_path):

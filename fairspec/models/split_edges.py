@@ -112,6 +112,8 @@ def _split_pairs(est, depth: int):
             out.extend((int(cols[f]) if cols is not None else f, t) for f, t in got)
         return out
     if name.startswith("HistGradientBoosting"):
+        if getattr(est, "_preprocessor", None) is not None:
+            return None     # its own encoder reorders the columns (categorical ones first): feature_idx is not ours
         out = []
         for per_iter in getattr(est, "_predictors", ()):
             for p in per_iter:
@@ -124,15 +126,16 @@ def _split_pairs(est, depth: int):
     trees = [est] if hasattr(est, "tree_") else list(np.ravel(getattr(est, "estimators_", [])))
     if not trees or not all(hasattr(m, "tree_") for m in trees):
         return None
+    out = []
     init = getattr(est, "init_", None)        # a GradientBoosting's init model reads the columns too
     if init is not None and not isinstance(init, str):
         from fairspec.models.meta_estimators import constant_init
 
-        if hasattr(init, "tree_"):
-            trees.append(init)
-        elif not constant_init(est):
-            return None
-    out = []
+        if not constant_init(est):
+            got = _split_pairs(init, depth + 1)     # a tree or a forest: its splits; another model: not read
+            if got is None:
+                return None
+            out.extend(got)
     for m in trees:
         inner = m.tree_.feature >= 0
         out.extend(zip(m.tree_.feature[inner].tolist(), m.tree_.threshold[inner].tolist()))
