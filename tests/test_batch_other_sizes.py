@@ -11,35 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from test_batch_recheck_paths import BATCHED, _check, _prop
-
-
-class _BySize:
-    """A regression whose value at the rows whose first input is 1 rounds above ``t`` only in a batch of
-    ``size`` rows (at ``position`` in it, or anywhere), below it otherwise; the other rows far from t."""
-
-    format, precision, score_kind = "torch", "float32", "value"
-
-    def __init__(self, t, size, position=None):
-        from fairspec.models.readout import resolve_readout
-
-        self.t, self.size, self.position = t, size, position
-        self.readout = resolve_readout(1, None, "value", task="regression")
-
-    def outputs(self, X):
-        X = np.asarray(X)
-        up = np.zeros(len(X), dtype=bool)
-        if len(X) == self.size:
-            up[:] = True if self.position is None else False
-            if self.position is not None:
-                up[self.position] = True
-        tie = np.where(up, self.t + 1e-9, self.t - 1e-9)
-        return np.where(X[:, 0] == 1, tie, self.t + 5.0 * (1 - 2 * X[:, 1]))[:, None]
-
-    def piecewise_linear(self):
-        from fairspec.models.network import UnsupportedModel
-
-        raise UnsupportedModel("Tanh", "0", "no layers")               # outside certify's error model: assumed
+from test_batch_recheck_paths import BATCHED, _ByBatch as _BySize, _check, _prop
 
 
 X5 = np.array([[1, 0], [0, 0], [0, 1], [1, 1], [0, 0]], dtype=np.float64)

@@ -115,19 +115,26 @@ def test_assumed_spread_where_certify_has_no_bound(tmp_path, monkeypatch):
 
 
 class _ByBatch:
-    """A regression whose value rounds by batch size: t + 1e-9 alone, t - 1e-9 in larger batches, at the
-    rows whose first input is 1 (others far from t)."""
+    """A regression whose value rounds by batch: at the rows whose first input is 1, t + 1e-9 in a batch of ``size``
+    rows (only the row at ``position`` when given; ``size`` 1: alone), t - 1e-9 in any other (others far from t).
+    tests/test_batch_other_sizes.py uses other sizes and positions."""
 
     format, precision, score_kind = "torch", "float32", "value"
 
-    def __init__(self, t):
+    def __init__(self, t, size=1, position=None):
         from fairspec.models.readout import resolve_readout
 
-        self.t, self.readout = t, resolve_readout(1, None, "value", task="regression")
+        self.t, self.size, self.position = t, size, position
+        self.readout = resolve_readout(1, None, "value", task="regression")
 
     def outputs(self, X):
         X = np.asarray(X)
-        tie = self.t + (1e-9 if len(X) == 1 else -1e-9)
+        up = np.zeros(len(X), dtype=bool)
+        if len(X) == self.size:
+            up[:] = self.position is None
+            if self.position is not None:
+                up[self.position] = True
+        tie = np.where(up, self.t + 1e-9, self.t - 1e-9)
         return np.where(X[:, 0] == 1, tie, self.t + 5.0 * (1 - 2 * X[:, 1]))[:, None]
 
     def piecewise_linear(self):

@@ -97,7 +97,8 @@ def _split_pairs(est, depth: int):
         # member jumps, which the members' own splits flag); with passthrough it reads the columns too: not read
         if name.startswith("Stacking") and getattr(est, "passthrough", False):
             return None
-        members = [m for m in _members(est) if not (name.startswith("Stacking") and m is est.final_estimator_)]
+        final = getattr(est, "final_estimator_", None) if name.startswith("Stacking") else None
+        members = [m for m in _members(est) if final is None or m is not final]
         if not members:
             return None
         maps = list(getattr(est, "estimators_features_", None) or ()) if name.startswith("Bagging") else []
